@@ -1,0 +1,155 @@
+"""The multiply-accumulate unit of one PE: ``acc_out = RNE_fp32(acc_in + a*b)`` (or int8/int32).
+
+:class:`MACConfig` is the frozen configuration shared by the hardware, the golden model and the tests;
+:class:`MAC` is the component. For fp8 formats the operands are decoded exactly to bf16 in front of the
+bf16 multiplier (as the array does at its edge), so one datapath serves every float format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .bf16_mul import bf16_multiply
+from .formats import BF16, FP32, Format, Product, Subnormals, accumulator_layout, operand_layout
+from .fp8_decode import decode_fp8
+from .fp32_add import fp32_accumulate
+from .int8_mac import int8_accumulate
+from .pipeline import Cuts
+
+__all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES"]
+
+#: Largest supported number of pipeline register stages in the MAC.
+MAX_STAGES = 4
+
+#: Where the register stages go for each ``stages`` value (float formats). Cut points, in datapath
+#: order: "mul" (after operand decode and the 8 x 8 multiply: the DSP output register), "align"
+#: (after the exponent compare and the alignment shift), "norm" (after the add, absolute value and
+#: normalization shift), "out" (after rounding and packing).
+FLOAT_CUTS_BY_STAGES = {
+    0: (),
+    1: ("align",),
+    2: ("mul", "norm"),
+    3: ("mul", "align", "norm"),
+    4: ("mul", "align", "norm", "out"),
+}
+#: int8: "mul" (after the multiply), "out" (after the 32-bit add); beyond 2 stages the extra
+#: registers are output delay stages so the latency still equals ``stages``.
+INT8_CUTS_BY_STAGES = {0: (), 1: ("mul",), 2: ("mul", "out"), 3: ("mul", "out"), 4: ("mul", "out")}
+
+
+@dataclass(frozen=True)
+class MACConfig:
+    """Configuration of one MAC.
+
+    Attributes:
+        fmt: input format, one of "bf16", "fp8_e4m3fn", "fp8_e5m2", "int8" (default "bf16").
+        subnormals: "ftz" (default) or "ieee"; ignored (kept as given) for int8.
+        stages: pipeline register stages, 0..4 (default 0 = combinational); latency = stages cycles.
+
+    Raises:
+        ValueError: on any value outside those sets, with the parameter name and allowed values.
+    """
+
+    fmt: str = "bf16"
+    subnormals: str = "ftz"
+    stages: int = 0
+
+    def __post_init__(self):
+        allowed_fmt = [f.value for f in Format]
+        if self.fmt not in allowed_fmt:
+            raise ValueError(f"fmt must be one of {', '.join(allowed_fmt)}; got {self.fmt!r}")
+        allowed_sub = [s.value for s in Subnormals]
+        if self.subnormals not in allowed_sub:
+            raise ValueError(f"subnormals must be one of {', '.join(allowed_sub)}; got {self.subnormals!r}")
+        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 0 <= self.stages <= MAX_STAGES:
+            raise ValueError(f"stages must be an integer from 0 to {MAX_STAGES}; got {self.stages!r}")
+
+    @property
+    def format(self) -> Format:
+        return Format(self.fmt)
+
+    @property
+    def is_float(self) -> bool:
+        return self.format is not Format.INT8
+
+    @property
+    def latency_cycles(self) -> int:
+        """Cycles from an input beat to its result (0 = combinational)."""
+        return self.stages
+
+    @property
+    def operand_bits(self) -> int:
+        """Width of one multiplier operand in bits (16 for bf16, 8 for fp8 and int8)."""
+        return 16 if self.format is Format.BF16 else 8
+
+    @property
+    def acc_bits(self) -> int:
+        """Width of the accumulator in bits (32: fp32 or int32)."""
+        return 32
+
+    @property
+    def cuts(self) -> tuple[str, ...]:
+        """Names of the cut points that carry a register stage."""
+        return (FLOAT_CUTS_BY_STAGES if self.is_float else INT8_CUTS_BY_STAGES)[self.stages]
+
+    def input_layout(self) -> data.StructLayout:
+        """Payload of the input stream: ``a`` and ``b`` operands (LSB first) then ``c`` accumulator."""
+        op = operand_layout(self.format)
+        return data.StructLayout({"a": op, "b": op, "c": accumulator_layout(self.format)})
+
+
+class MAC(wiring.Component):
+    """One fused multiply-accumulate unit with a fixed-latency pipeline.
+
+    Ports (Amaranth streams, ``always_ready``: the pipeline never stalls by itself; an enclosing
+    design stalls it with :class:`amaranth.hdl.EnableInserter`):
+
+    * ``i``: In stream, payload ``{a, b, c}`` (:meth:`MACConfig.input_layout`: 16+16+32 bits for bf16,
+      8+8+32 for fp8 and int8), ``i.valid``.
+    * ``o``: Out stream, payload 32 bits (fp32, or int32 for int8), ``o.valid``.
+
+    ``o`` carries the result of the beat that entered ``latency_cycles`` cycles earlier.
+    """
+
+    def __init__(self, config: MACConfig | None = None):
+        self.config = config or MACConfig()
+        if not isinstance(self.config, MACConfig):
+            raise TypeError(f"config must be a MACConfig; got {type(self.config).__name__}")
+        super().__init__({
+            "i": In(stream.Signature(self.config.input_layout(), always_ready=True)),
+            "o": Out(stream.Signature(accumulator_layout(self.config.format), always_ready=True)),
+        })
+
+    @property
+    def latency_cycles(self) -> int:
+        return self.config.latency_cycles
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        cuts = Cuts(m, cfg.cuts)
+        p = self.i.payload
+        if not cfg.is_float:
+            result, valid = int8_accumulate(m, p.c, p.a, p.b, self.i.valid, cuts)
+            for i in range(cfg.stages - len(cfg.cuts)):
+                r = Signal.like(result, name=f"out_delay{i}", reset_less=True)
+                v = Signal(name=f"out_delay{i}_valid")
+                m.d.sync += [r.eq(result), v.eq(valid)]
+                result, valid = r, v
+        else:
+            if cfg.format is Format.BF16:
+                a, b = p.a, p.b
+            else:
+                a = Signal(BF16, name="a_bf16")
+                b = Signal(BF16, name="b_bf16")
+                m.d.comb += [a.eq(decode_fp8(m, p.a, cfg.format)), b.eq(decode_fp8(m, p.b, cfg.format))]
+            product = bf16_multiply(m, a, b, Subnormals(cfg.subnormals))
+            s = cuts.cut("mul", product=product.as_value(), c=p.c.as_value(), valid=self.i.valid)
+            result, valid = fp32_accumulate(m, FP32(s["c"]), Product(s["product"]), s["valid"],
+                                            Subnormals(cfg.subnormals), cuts)
+        m.d.comb += [self.o.payload.eq(result), self.o.valid.eq(valid)]
+        return m

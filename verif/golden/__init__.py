@@ -1,0 +1,15 @@
+"""Golden models: bit-exact numerics (:mod:`.numerics`) and the sequential GEMM (:mod:`.matmul`).
+
+Public API used by the tests, the CLI and later blocks::
+
+    to_format(x, fmt, *, saturate=False)             host data -> input format
+    mac(acc, a, b, *, subnormals="ftz")              fused RNE_fp32(acc + a*b), elementwise
+    matmul(a, b, c=None, *, fmt="bf16", subnormals="ftz")
+"""
+
+from .numerics import (CANONICAL_NAN_BITS, FORMATS, SUBNORMAL_MODES, check_no_process_ftz, dtype_of,
+                       fp8_to_bf16, int8_mac, mac, mac_bits, round_to_odd_f32, to_format)
+from .matmul import matmul
+
+__all__ = ["CANONICAL_NAN_BITS", "FORMATS", "SUBNORMAL_MODES", "check_no_process_ftz", "dtype_of",
+           "fp8_to_bf16", "int8_mac", "mac", "mac_bits", "matmul", "round_to_odd_f32", "to_format"]
