@@ -88,6 +88,7 @@ class BF16Multiplier(wiring.Component):
         try:
             self.subnormals = Subnormals(subnormals)
         except ValueError:
+            self._MustUse__silence = True
             raise ValueError(f"subnormals must be one of ftz, ieee; got {subnormals!r}") from None
         super().__init__({"a": In(BF16), "b": In(BF16), "product": Out(Product)})
 

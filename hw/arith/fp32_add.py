@@ -170,9 +170,11 @@ class FP32Adder(wiring.Component):
         try:
             self.subnormals = Subnormals(subnormals)
         except ValueError:
+            self._MustUse__silence = True
             raise ValueError(f"subnormals must be one of ftz, ieee; got {subnormals!r}") from None
         bad = set(cuts) - set(ADDER_CUTS)
         if bad:
+            self._MustUse__silence = True
             raise ValueError(f"cuts must be a subset of {', '.join(ADDER_CUTS)}; got {sorted(bad)}")
         self.cuts = tuple(c for c in ADDER_CUTS if c in cuts)
         super().__init__({

@@ -78,8 +78,10 @@ class FP8Decoder(wiring.Component):
         try:
             self.fmt = Format(fmt)
         except ValueError:
+            self._MustUse__silence = True
             raise ValueError(f"fmt must be one of fp8_e4m3fn, fp8_e5m2; got {fmt!r}") from None
         if self.fmt not in _PARAMS:
+            self._MustUse__silence = True
             raise ValueError(f"fmt must be one of fp8_e4m3fn, fp8_e5m2; got {self.fmt.value!r}")
         layout = FP8_E4M3FN if self.fmt is Format.FP8_E4M3FN else FP8_E5M2
         super().__init__({"fp8": In(layout), "bf16": Out(BF16)})

@@ -43,6 +43,7 @@ class Int8MAC(wiring.Component):
     def __init__(self, cuts=()):
         bad = set(cuts) - set(INT8_CUTS)
         if bad:
+            self._MustUse__silence = True
             raise ValueError(f"cuts must be a subset of {', '.join(INT8_CUTS)}; got {sorted(bad)}")
         self.cuts = tuple(c for c in INT8_CUTS if c in cuts)
         super().__init__({

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth import Module, Signal
+from amaranth import EnableInserter, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -105,14 +105,18 @@ class MACConfig:
 class MAC(wiring.Component):
     """One fused multiply-accumulate unit with a fixed-latency pipeline.
 
-    Ports (Amaranth streams, ``always_ready``: the pipeline never stalls by itself; an enclosing
-    design stalls it with :class:`amaranth.hdl.EnableInserter`):
+    Ports (``amaranth.lib.stream``, valid/ready; in Verilog ``i__payload``, ``i__valid``,
+    ``i__ready``, ``o__payload``, ``o__valid``, ``o__ready``, plus ``clk``/``rst`` when stages > 0):
 
     * ``i``: In stream, payload ``{a, b, c}`` (:meth:`MACConfig.input_layout`: 16+16+32 bits for bf16,
-      8+8+32 for fp8 and int8), ``i.valid``.
-    * ``o``: Out stream, payload 32 bits (fp32, or int32 for int8), ``o.valid``.
+      8+8+32 for fp8 and int8; ``a`` in the low bits).
+    * ``o``: Out stream, payload 32 bits (fp32, or int32 for int8).
 
-    ``o`` carries the result of the beat that entered ``latency_cycles`` cycles earlier.
+    Flow control: the pipeline advances as one unit. It moves when ``o.ready`` is high or the
+    output holds no valid beat (``i.ready = o.ready | ~o.valid``); otherwise every stage holds, so
+    ``o.payload`` stays stable while ``o.valid & ~o.ready`` (stream rules). With an always-ready
+    consumer, ``o`` carries the result of the beat that entered ``latency_cycles`` cycles earlier.
+    With ``stages=0`` the unit is combinational: ``o.valid = i.valid``, ``i.ready = o.ready``.
     """
 
     def __init__(self, config: MACConfig | None = None):
@@ -120,13 +124,29 @@ class MAC(wiring.Component):
         if not isinstance(self.config, MACConfig):
             raise TypeError(f"config must be a MACConfig; got {type(self.config).__name__}")
         super().__init__({
-            "i": In(stream.Signature(self.config.input_layout(), always_ready=True)),
-            "o": Out(stream.Signature(accumulator_layout(self.config.format), always_ready=True)),
+            "i": In(stream.Signature(self.config.input_layout())),
+            "o": Out(stream.Signature(accumulator_layout(self.config.format))),
         })
 
     @property
     def latency_cycles(self) -> int:
+        """Cycles from an accepted input beat to its result with an always-ready consumer."""
         return self.config.latency_cycles
+
+    def port_meanings(self) -> dict[str, str]:
+        """One-line meaning of each Verilog port, for the generated manifest."""
+        cfg = self.config
+        w = cfg.operand_bits
+        acc = "int32" if cfg.fmt == "int8" else "fp32"
+        return {
+            "i__payload": (f"operands: a = bits [{w - 1}:0], b = bits [{2 * w - 1}:{w}] ({cfg.fmt}); "
+                           f"c = bits [{2 * w + 31}:{2 * w}] ({acc} accumulator in)"),
+            "i__valid": "input beat valid",
+            "i__ready": "input beat accepted (o__ready | ~o__valid)",
+            "o__payload": f"{acc} result acc_out = c + a*b (one RNE rounding for floats; wrap for int8)",
+            "o__valid": "result valid",
+            "o__ready": "consumer ready; low stalls the whole pipeline",
+        }
 
     def elaborate(self, platform):
         m = Module()
@@ -152,4 +172,9 @@ class MAC(wiring.Component):
             result, valid = fp32_accumulate(m, FP32(s["c"]), Product(s["product"]), s["valid"],
                                             Subnormals(cfg.subnormals), cuts)
         m.d.comb += [self.o.payload.eq(result), self.o.valid.eq(valid)]
-        return m
+        if cfg.stages == 0:
+            m.d.comb += self.i.ready.eq(self.o.ready)
+            return m
+        advance = Signal(name="advance")
+        m.d.comb += [advance.eq(self.o.ready | ~self.o.valid), self.i.ready.eq(advance)]
+        return EnableInserter(advance)(m)
