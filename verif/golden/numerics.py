@@ -109,16 +109,18 @@ def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
     fmax = np.finfo(np.float32).max
     y = np.where(finite & np.isinf(y), np.copysign(fmax, x).astype(np.float32), y)
     even = (y.view(np.uint32) & 1) == 0
-    toward = np.nextafter(y, np.where(x > y, np.inf, -np.inf).astype(np.float32))
+    with np.errstate(over="ignore", invalid="ignore"):
+        toward = np.nextafter(y, np.where(x > y, np.inf, -np.inf).astype(np.float32))
     return np.where(inexact & even, toward, y).astype(np.float32)
 
 
 def _fp8_saturate(y: np.ndarray, x: np.ndarray, dtype) -> np.ndarray:
     """Clamp finite overflow and +-inf to +-max finite of the fp8 ``dtype`` (NaN stays NaN)."""
     fmax = float(ml_dtypes.finfo(dtype).max)
-    xf = np.asarray(x, dtype=np.float64)
-    over = ~np.isnan(xf) & (np.abs(xf) > fmax)
-    return np.where(over, np.copysign(fmax, xf).astype(dtype), y).astype(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        xf = np.asarray(x, dtype=np.float64)
+        over = ~np.isnan(xf) & (np.abs(xf) > fmax)
+        return np.where(over, np.copysign(fmax, xf).astype(dtype), y).astype(dtype)
 
 
 def to_format(x, fmt: str, *, saturate: bool = False) -> np.ndarray:
