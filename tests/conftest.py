@@ -1,0 +1,130 @@
+"""Shared pytest options and fixtures.
+
+Options
+    ``--soak``      run the long randomized tests (marker ``soak``); also ``MXU_SOAK=1``.
+    ``--seed N``    seed for every randomized test; also ``MXU_SEED=N``. Without it each test
+                    draws its own seed and prints it, so any failure can be replayed.
+
+Fixtures
+    ``soak``        bool: soak mode is on.
+    ``seed``        int: the test's random seed (printed; shown in the report of a failing test).
+    ``simulator``   every test that takes a ``simulator`` argument runs once per entry of
+                    :data:`SIMULATORS`. A simulator that is not installed skips the test, except
+                    when ``CI=true``: then the test fails, so CI can never go green by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from sim.toolchain import SimulatorUnavailable, check_simulator
+
+SIMULATORS: list[str] = ["verilator", "icarus"]
+"""Simulators every ``simulator``-parametrized test runs on."""
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mxu")
+    group.addoption(
+        "--soak",
+        action="store_true",
+        default=False,
+        help="run long randomized soak tests (marker 'soak'); also enabled by MXU_SOAK=1",
+    )
+    group.addoption(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="random seed for every randomized test (default: $MXU_SEED, else a fresh random "
+        "seed per test, printed)",
+    )
+
+
+def _soak_enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("--soak")) or _env_true("MXU_SOAK")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    seed = config.getoption("--seed")
+    if seed is None and os.environ.get("MXU_SEED"):
+        seed = os.environ["MXU_SEED"]
+    return [
+        f"mxu: soak={'on' if _soak_enabled(config) else 'off'}, "
+        f"seed={seed if seed is not None else 'random per test'}, "
+        f"simulators={','.join(SIMULATORS)}, CI={os.environ.get('CI', '')!r}"
+    ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _soak_enabled(config):
+        return
+    skip = pytest.mark.skip(reason="soak test: enable with --soak or MXU_SOAK=1")
+    for item in items:
+        if item.get_closest_marker("soak") is not None:
+            item.add_marker(skip)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "simulator" not in metafunc.fixturenames:
+        return
+    # A test that parametrizes 'simulator' itself chooses its own list.
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", "")
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if "simulator" in names:
+            return
+    metafunc.parametrize("simulator", SIMULATORS, indirect=True, ids=SIMULATORS)
+
+
+@pytest.fixture
+def simulator(request: pytest.FixtureRequest) -> str:
+    """The simulator this test instance runs on; skips (fails under CI=true) if missing."""
+    name: str = request.param
+    try:
+        check_simulator(name)
+    except SimulatorUnavailable as exc:
+        problem = str(exc)
+    else:
+        return name
+    if _env_true("CI"):
+        pytest.fail(f"CI=true and simulator {name!r} is unavailable: {problem}", pytrace=False)
+    pytest.skip(f"simulator {name!r} unavailable: {problem}")
+
+
+@pytest.fixture(scope="session")
+def soak(pytestconfig: pytest.Config) -> bool:
+    """``True`` when soak mode is on (``--soak`` or ``MXU_SOAK=1``)."""
+    return _soak_enabled(pytestconfig)
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """This test's random seed: ``--seed``, else ``$MXU_SEED``, else a fresh random one.
+
+    The seed is printed (pytest shows it with a failing test's captured output) and recorded
+    in the test report's ``user_properties`` (JUnit XML).
+    """
+    value = request.config.getoption("--seed")
+    if value is None:
+        raw = os.environ.get("MXU_SEED", "").strip()
+        if raw:
+            try:
+                value = int(raw, 0)
+            except ValueError:
+                raise pytest.UsageError(f"MXU_SEED={raw!r} is not an integer") from None
+    if value is None:
+        value = random.SystemRandom().randrange(2**32)
+    print(f"seed={value} (replay with --seed {value} or MXU_SEED={value})")
+    request.node.user_properties.append(("seed", value))
+    return value

