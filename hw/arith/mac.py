@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth import EnableInserter, Module, Signal
+from amaranth import EnableInserter, Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -20,7 +20,7 @@ from .fp32_add import fp32_accumulate
 from .int8_mac import int8_accumulate
 from .pipeline import Cuts
 
-__all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES"]
+__all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES", "mac_datapath"]
 
 #: Largest supported number of pipeline register stages in the MAC.
 MAX_STAGES = 4
@@ -102,6 +102,28 @@ class MACConfig:
         return data.StructLayout({"a": op, "b": op, "c": accumulator_layout(self.format)})
 
 
+def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
+    """Add the MAC datapath ``c + a*b`` for ``cfg`` to ``m``, with ``cfg.stages`` register stages.
+
+    ``a`` and ``b`` are bf16 views for every float format (fp8 is decoded by the caller, at the edge)
+    or signed 8-bit values for int8; ``c`` is the 32-bit accumulator (fp32 view or int32). ``valid``
+    (1 bit) travels with the data. Returns ``(result, valid)``: 32-bit value and its valid bit,
+    ``cfg.stages`` cycles later. Registers are placed at :attr:`MACConfig.cuts`.
+    """
+    cuts = Cuts(m, cfg.cuts)
+    if not cfg.is_float:
+        result, valid = int8_accumulate(m, c, a, b, valid, cuts)
+        for i in range(cfg.stages - len(cfg.cuts)):
+            r = Signal.like(result, name=f"out_delay{i}", reset_less=True)
+            v = Signal(name=f"out_delay{i}_valid")
+            m.d.sync += [r.eq(result), v.eq(valid)]
+            result, valid = r, v
+        return result, valid
+    product = bf16_multiply(m, a, b, Subnormals(cfg.subnormals))
+    s = cuts.cut("mul", product=product.as_value(), c=Value.cast(c), valid=valid)
+    return fp32_accumulate(m, FP32(s["c"]), Product(s["product"]), s["valid"], Subnormals(cfg.subnormals), cuts)
+
+
 class MAC(wiring.Component):
     """One fused multiply-accumulate unit with a fixed-latency pipeline.
 
@@ -151,26 +173,14 @@ class MAC(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        cuts = Cuts(m, cfg.cuts)
         p = self.i.payload
-        if not cfg.is_float:
-            result, valid = int8_accumulate(m, p.c, p.a, p.b, self.i.valid, cuts)
-            for i in range(cfg.stages - len(cfg.cuts)):
-                r = Signal.like(result, name=f"out_delay{i}", reset_less=True)
-                v = Signal(name=f"out_delay{i}_valid")
-                m.d.sync += [r.eq(result), v.eq(valid)]
-                result, valid = r, v
+        if cfg.format in (Format.FP8_E4M3FN, Format.FP8_E5M2):
+            a = Signal(BF16, name="a_bf16")
+            b = Signal(BF16, name="b_bf16")
+            m.d.comb += [a.eq(decode_fp8(m, p.a, cfg.format)), b.eq(decode_fp8(m, p.b, cfg.format))]
         else:
-            if cfg.format is Format.BF16:
-                a, b = p.a, p.b
-            else:
-                a = Signal(BF16, name="a_bf16")
-                b = Signal(BF16, name="b_bf16")
-                m.d.comb += [a.eq(decode_fp8(m, p.a, cfg.format)), b.eq(decode_fp8(m, p.b, cfg.format))]
-            product = bf16_multiply(m, a, b, Subnormals(cfg.subnormals))
-            s = cuts.cut("mul", product=product.as_value(), c=p.c.as_value(), valid=self.i.valid)
-            result, valid = fp32_accumulate(m, FP32(s["c"]), Product(s["product"]), s["valid"],
-                                            Subnormals(cfg.subnormals), cuts)
+            a, b = p.a, p.b
+        result, valid = mac_datapath(m, cfg, a, b, p.c, self.i.valid)
         m.d.comb += [self.o.payload.eq(result), self.o.valid.eq(valid)]
         if cfg.stages == 0:
             m.d.comb += self.i.ready.eq(self.o.ready)

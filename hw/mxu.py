@@ -1,0 +1,329 @@
+"""Weight-stationary systolic matrix unit (MXU): ``rows x cols`` PEs with skew, de-skew and a
+double-buffered weight path, in the style of the TPU's matrix unit (Jouppi et al., ISCA 2017).
+
+Dataflow (R = rows, C = cols, L = ``stages``, the PE's partial-sum latency in cycles):
+
+* PE(r, c) holds the weight ``W[r][c]``; one tile computes ``out[m, c] = c_in[m, c] + sum_r
+  a[m, r] * W[r][c]`` as one sequential chain over r = 0..R-1 (one RNE rounding per PE), so a K
+  dimension split into tiles continues the same chain when the result re-enters as ``c_in``.
+* Activation beat m (a vector of R operands, plus C partial-sum inputs ``c_in`` and a ``swap`` bit)
+  is accepted at step s. Row r of it is delayed r*L steps (input skew) and then moves right one PE
+  per step; ``c_in[c]`` is delayed c steps into the top of column c; so PE(r, c) sees the beat at step
+  ``s + r*L + c`` together with its partial sum. Column c's result leaves the bottom at
+  ``s + R*L + c`` and is delayed ``C-1-c`` steps (de-skew): the whole output vector appears at
+  step ``s + D`` with **D = R*L + C - 1**.
+* Weights: a weight beat is one row of C operands; R beats (row R-1 first, row 0 last) shift down
+  every column's ``transport`` chain. Then a *commit* strobe copies ``transport`` into every PE's
+  ``shadow`` register; it starts at the top-left and reaches PE(r, c) at ``k + r + c`` (a 1-bit
+  delay line along the top edge, then one PE per step down each column). An activation beat with
+  ``swap`` set starts the next tile: it and every later beat use the committed weights, and the swap
+  travels with the wavefront (PE(r, c) swaps at ``s + r*L + c``), so tiles run back to back.
+* "Step" = a clock cycle in which the array advances. The array stalls as a unit (every register
+  holds) exactly when the output holds a valid beat that the consumer does not take:
+  ``advance = ~(out.valid & ~out.ready)``. Input gaps (``act.valid`` low) enter as bubbles that
+  travel through the array and never produce an output beat.
+
+Sequencing rules (enforced by the edge logic; the cycle model in :mod:`verif.cycles` mirrors them):
+
+1. ``wgt.ready`` while fewer than R weight beats are loaded and the load path is free.
+2. Commit at step k when R beats are loaded, the shadow registers are free (the previous commit's
+   tile has started) and ``k - s_prev >= GAP = max(1, (R-1)*(L-1))`` steps after the previous swap
+   beat, so the commit reaches every PE no earlier than that PE's previous swap.
+3. The load path is free again ``HOLD = max(1, R + C - 2)`` steps after a commit (the commit has then
+   passed the last PE, which reads ``transport`` last).
+4. A beat with ``swap`` set is accepted only after a commit whose weights are not yet in use
+   (``act.ready`` is low for it until then; ``act.ready`` depends on ``act.payload.swap``).
+
+fp8 inputs are decoded exactly to bf16 at the left and top edges, so PEs are bf16 (or int8) only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+
+from amaranth import ClockSignal, EnableInserter, Instance, Module, ResetSignal, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .arith.formats import BF16, FP32, INT32, Format, Subnormals, operand_layout
+from .arith.fp8_decode import decode_fp8
+from .arith.mac import MAX_STAGES
+from .pe import PE, PEConfig
+
+__all__ = ["MXUConfig", "MXU", "PRESETS"]
+
+
+@dataclass(frozen=True)
+class MXUConfig:
+    """Configuration of a systolic MXU.
+
+    Attributes:
+        rows: PE rows R (the K extent of a weight tile), any integer >= 1.
+        cols: PE columns C (the N extent of a weight tile), any integer >= 1.
+        fmt: input format: "bf16", "fp8_e4m3fn", "fp8_e5m2" (decoded to bf16 at the edge) or "int8".
+        subnormals: "ftz" (default) or "ieee" (float formats).
+        stages: partial-sum latency of a PE in cycles, 1..4 (the MAC pipeline depth; default 2).
+
+    Raises:
+        ValueError: naming the parameter and its allowed values.
+    """
+
+    rows: int = 8
+    cols: int = 8
+    fmt: str = "bf16"
+    subnormals: str = "ftz"
+    stages: int = 2
+
+    def __post_init__(self):
+        for name in ("rows", "cols"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+        allowed = [f.value for f in Format]
+        if self.fmt not in allowed:
+            raise ValueError(f"fmt must be one of {', '.join(allowed)}; got {self.fmt!r}")
+        allowed = [s.value for s in Subnormals]
+        if self.subnormals not in allowed:
+            raise ValueError(f"subnormals must be one of {', '.join(allowed)}; got {self.subnormals!r}")
+        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 1 <= self.stages <= MAX_STAGES:
+            raise ValueError(f"stages must be an integer from 1 to {MAX_STAGES}; got {self.stages!r}")
+
+    # ---- derived ---------------------------------------------------------------------------
+    @property
+    def format(self) -> Format:
+        return Format(self.fmt)
+
+    @property
+    def pe(self) -> PEConfig:
+        """The configuration of every PE (fp8 becomes bf16 inside the array)."""
+        return PEConfig("int8" if self.fmt == "int8" else "bf16", self.subnormals, self.stages)
+
+    @property
+    def operand_bits(self) -> int:
+        """Width of one input operand at the ports: 16 (bf16) or 8 (fp8, int8)."""
+        return 16 if self.fmt == "bf16" else 8
+
+    @property
+    def latency_cycles(self) -> int:
+        """D = R*L + C - 1: steps from accepting an activation beat to its output beat."""
+        return self.rows * self.stages + self.cols - 1
+
+    @property
+    def commit_gap_cycles(self) -> int:
+        """GAP = max(1, (R-1)*(L-1)): minimum steps from a swap beat to the next commit."""
+        return max(1, (self.rows - 1) * (self.stages - 1))
+
+    @property
+    def load_hold_cycles(self) -> int:
+        """HOLD = max(1, R + C - 2): steps from a commit until the weight chain may shift again."""
+        return max(1, self.rows + self.cols - 2)
+
+    @property
+    def weight_beats(self) -> int:
+        """Weight beats per tile: R (row R-1 first)."""
+        return self.rows
+
+    @property
+    def pe_count(self) -> int:
+        return self.rows * self.cols
+
+    def act_layout(self) -> data.StructLayout:
+        """Activation stream payload: ``a`` (R operands, row 0 in the low bits), ``c`` (C 32-bit
+        partial-sum inputs, column 0 low), ``swap`` (1 bit, MSB)."""
+        return data.StructLayout({
+            "a": data.ArrayLayout(operand_layout(self.format), self.rows),
+            "c": data.ArrayLayout(INT32 if self.fmt == "int8" else FP32, self.cols),
+            "swap": 1,
+        })
+
+    def wgt_layout(self) -> data.ArrayLayout:
+        """Weight stream payload: one row of C operands, column 0 in the low bits."""
+        return data.ArrayLayout(operand_layout(self.format), self.cols)
+
+    def out_layout(self) -> data.ArrayLayout:
+        """Output stream payload: C results (fp32, or int32 for int8), column 0 in the low bits."""
+        return data.ArrayLayout(INT32 if self.fmt == "int8" else FP32, self.cols)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+#: Named configurations for ``mxu generate --preset``.
+PRESETS: dict[str, MXUConfig] = {
+    "tpu-v1-int8-8x8": MXUConfig(8, 8, "int8", "ftz", 2),
+    "tpu-v1-int8-256x256": MXUConfig(256, 256, "int8", "ftz", 2),
+    "tpu-v3-bf16-128x128": MXUConfig(128, 128, "bf16", "ftz", 2),
+    "bf16-8x8": MXUConfig(8, 8, "bf16", "ftz", 2),
+    "bf16-16x16": MXUConfig(16, 16, "bf16", "ftz", 2),
+    "bf16-ieee-16x16": MXUConfig(16, 16, "bf16", "ieee", 2),
+    "fp8-e4m3-16x16": MXUConfig(16, 16, "fp8_e4m3fn", "ftz", 2),
+    "ice40-int8-4x4": MXUConfig(4, 4, "int8", "ftz", 1),
+}
+
+
+def _delay(m: Module, value, steps: int, name: str) -> Value:
+    """``value`` delayed by ``steps`` registers (reset-less data); returns the last stage."""
+    value = Value.cast(value)
+    for i in range(steps):
+        reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=True)
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+class MXU(wiring.Component):
+    """The systolic array with its edge logic (see the module docstring).
+
+    Ports (``amaranth.lib.stream``; Verilog ``<name>__payload``/``__valid``/``__ready``):
+
+    * ``act``: In, payload :meth:`MXUConfig.act_layout` (R*w + 32*C + 1 bits).
+    * ``wgt``: In, payload :meth:`MXUConfig.wgt_layout` (w*C bits).
+    * ``out``: Out, payload :meth:`MXUConfig.out_layout` (32*C bits).
+
+    Args:
+        config: the :class:`MXUConfig`.
+        pe_blackbox: ``True`` instantiates every PE as ``Instance(pe_name, ...)`` so the Verilog has
+            one PE module definition (see :func:`mxu_verilog`); Amaranth's simulator ignores black
+            boxes, so simulate with the default ``False`` (real PE submodules).
+        pe_name: module name of the PE for ``pe_blackbox``.
+    """
+
+    def __init__(self, config: MXUConfig | None = None, *, pe_blackbox: bool = False, pe_name: str = "mxu_pe"):
+        self.config = config or MXUConfig()
+        if not isinstance(self.config, MXUConfig):
+            raise TypeError(f"config must be an MXUConfig; got {type(self.config).__name__}")
+        self.pe_blackbox = pe_blackbox
+        self.pe_name = pe_name
+        super().__init__({
+            "act": In(stream.Signature(self.config.act_layout())),
+            "wgt": In(stream.Signature(self.config.wgt_layout())),
+            "out": Out(stream.Signature(self.config.out_layout())),
+        })
+
+    @property
+    def latency_cycles(self) -> int:
+        return self.config.latency_cycles
+
+    def port_meanings(self) -> dict[str, str]:
+        """One-line meaning of each Verilog port, for the manifest."""
+        cfg = self.config
+        w = cfg.operand_bits
+        acc = "int32" if cfg.fmt == "int8" else "fp32"
+        ra = cfg.rows * w
+        return {
+            "act__payload": (f"activation beat: a[r] = bits [{w}*r+{w - 1}:{w}*r] for r < {cfg.rows} ({cfg.fmt}); "
+                             f"c[c] = bits [{ra}+32*c+31:{ra}+32*c] ({acc} partial-sum input of column c); "
+                             f"swap = bit {ra + 32 * cfg.cols} (first beat of a new weight tile)"),
+            "act__valid": "activation beat valid",
+            "act__ready": "activation beat accepted (low while the array stalls, or for a swap beat before its weights are committed)",
+            "wgt__payload": f"weight row: w[c] = bits [{w}*c+{w - 1}:{w}*c] ({cfg.fmt}); {cfg.rows} beats per tile, row {cfg.rows - 1} first",
+            "wgt__valid": "weight beat valid",
+            "wgt__ready": "weight beat accepted",
+            "out__payload": f"result vector: out[c] = bits [32*c+31:32*c] ({acc}), c_in + sum over rows of a*w",
+            "out__valid": f"result valid, {cfg.latency_cycles} steps after its activation beat",
+            "out__ready": "consumer ready; low while out__valid stalls the whole array",
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        R, C, L = cfg.rows, cfg.cols, cfg.stages
+        pe_cfg = cfg.pe
+        op_in = pe_cfg.operand_shape  # operand shape inside the array (bf16 or int8)
+        fp8 = cfg.format in (Format.FP8_E4M3FN, Format.FP8_E5M2)
+
+        def to_array(x, name):
+            if not fp8:
+                return x
+            y = Signal(BF16, name=name)
+            m.d.comb += y.eq(decode_fp8(m, x, cfg.format))
+            return y
+
+        # ---- stall and sequencing --------------------------------------------------------
+        advance = Signal(name="advance")
+        m.d.comb += advance.eq(~(self.out.valid & ~self.out.ready))
+
+        w_count = Signal(range(R + 1), name="w_count")         # weight beats in the transport chain
+        hold = Signal(range(cfg.load_hold_cycles + 1), name="load_hold")
+        shadow_full = Signal(name="shadow_full")               # committed weights not yet swapped in
+        since_swap = Signal(range(cfg.commit_gap_cycles + 1), name="since_swap",
+                            init=cfg.commit_gap_cycles)
+        can_load = (w_count < R) & (hold == 0)
+        w_shift = Signal(name="w_shift")
+        commit = Signal(name="commit")
+        act_fire = Signal(name="act_fire")
+        swap = Signal(name="swap")
+        m.d.comb += [
+            self.wgt.ready.eq(advance & can_load),
+            w_shift.eq(self.wgt.valid & self.wgt.ready),
+            commit.eq(advance & (w_count == R) & ~shadow_full & (since_swap >= cfg.commit_gap_cycles)),
+            self.act.ready.eq(advance & (~self.act.payload.swap | shadow_full)),
+            act_fire.eq(self.act.valid & self.act.ready),
+            swap.eq(act_fire & self.act.payload.swap),
+        ]
+        with m.If(commit):
+            m.d.sync += [w_count.eq(0), hold.eq(cfg.load_hold_cycles - 1), shadow_full.eq(1)]
+        with m.Else():
+            with m.If(w_shift):
+                m.d.sync += w_count.eq(w_count + 1)
+            with m.If(hold != 0):
+                m.d.sync += hold.eq(hold - 1)
+        with m.If(swap):
+            m.d.sync += [shadow_full.eq(0), since_swap.eq(1)]
+        with m.Elif(since_swap < cfg.commit_gap_cycles):
+            m.d.sync += since_swap.eq(since_swap + 1)
+
+        # ---- nets between PEs ------------------------------------------------------------
+        a_net = [[Signal(op_in, name=f"a_{r}_{c}") for c in range(C + 1)] for r in range(R)]
+        s_net = [[Signal(name=f"swap_{r}_{c}") for c in range(C + 1)] for r in range(R)]
+        p_net = [[Signal(pe_cfg.acc_shape, name=f"psum_{r}_{c}") for c in range(C)] for r in range(R + 1)]
+        w_net = [[Signal(op_in, name=f"w_{r}_{c}") for c in range(C)] for r in range(R + 1)]
+        k_net = [[Signal(name=f"commit_{r}_{c}") for c in range(C)] for r in range(R + 1)]
+
+        # Left edge: decode, then row r delayed r*L steps (bubbles carry swap = 0).
+        for r in range(R):
+            a = to_array(self.act.payload.a[r], f"a_dec_{r}")
+            m.d.comb += [
+                a_net[r][0].eq(_delay(m, a, r * L, f"skew_a{r}")),
+                s_net[r][0].eq(_delay(m, swap, r * L, f"skew_swap{r}")),
+            ]
+        # Top edge: partial-sum inputs delayed c steps, weights (decoded) into the chains, commit
+        # strobe delayed c steps along the top.
+        for c in range(C):
+            m.d.comb += [
+                p_net[0][c].eq(_delay(m, self.act.payload.c[c], c, f"skew_c{c}")),
+                w_net[0][c].eq(to_array(self.wgt.payload[c], f"w_dec_{c}")),
+                k_net[0][c].eq(_delay(m, commit, c, f"commit_top{c}")),
+            ]
+        # The grid.
+        for r in range(R):
+            for c in range(C):
+                ports = dict(
+                    en=advance, a_in=a_net[r][c], swap_in=s_net[r][c], a_out=a_net[r][c + 1],
+                    swap_out=s_net[r][c + 1], psum_in=p_net[r][c], psum_out=p_net[r + 1][c],
+                    w_in=w_net[r][c], w_out=w_net[r + 1][c], w_shift=w_shift,
+                    commit_in=k_net[r][c], commit_out=k_net[r + 1][c],
+                )
+                if self.pe_blackbox:
+                    outs = {"a_out", "swap_out", "psum_out", "w_out", "commit_out"}
+                    kw = {("o_" if k in outs else "i_") + k: v for k, v in ports.items()}
+                    m.submodules[f"pe_{r}_{c}"] = Instance(self.pe_name, i_clk=ClockSignal(), i_rst=ResetSignal(), **kw)
+                else:
+                    pe = PE(pe_cfg)
+                    m.submodules[f"pe_{r}_{c}"] = pe
+                    for k, v in ports.items():
+                        port = getattr(pe, k)
+                        if k in ("a_out", "swap_out", "psum_out", "w_out", "commit_out"):
+                            m.d.comb += v.eq(port)
+                        else:
+                            m.d.comb += port.eq(v)
+        # Bottom edge: column c delayed C-1-c steps; output valid D steps after the input beat.
+        for c in range(C):
+            m.d.comb += self.out.payload[c].eq(_delay(m, p_net[R][c], C - 1 - c, f"deskew{c}"))
+        valid = act_fire
+        for i in range(cfg.latency_cycles):
+            reg = Signal(name=f"valid_d{i}")
+            m.d.sync += reg.eq(valid)
+            valid = reg
+        m.d.comb += self.out.valid.eq(valid)
+        return EnableInserter(advance)(m)

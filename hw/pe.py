@@ -1,0 +1,124 @@
+"""Processing element of the weight-stationary systolic array.
+
+One PE holds three weight registers:
+
+* ``transport``: one stage of the column's weight-load shift chain (``w_in`` -> ``w_out``), shifted
+  by the array-wide ``w_shift`` strobe; the next tile's weights travel down the column through it;
+* ``shadow``: the next tile's weight, copied from ``transport`` when ``commit_in`` is high (the commit
+  strobe travels down the column one PE per cycle, ``commit_out``);
+* ``active``: the weight in use.
+
+The activation enters from the left with a ``swap`` bit and leaves to the right one cycle later
+(``a_out``, ``swap_out``). A beat whose ``swap`` bit is set is the first of a new tile: it is multiplied
+by ``shadow`` and ``shadow`` becomes ``active``, so the swap moves through the array exactly with the
+activation wavefront and no bubble is needed between tiles. The partial sum enters from above
+(``psum_in``) and leaves below (``psum_out``) ``stages`` cycles later: ``psum_out = psum_in + a * w``
+with one RNE rounding (fp32) or two's-complement wrap (int32).
+
+Every register advances only when ``en`` is high (the array's stall). fp8 operands never reach a PE:
+the array decodes them to bf16 at its edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth import EnableInserter, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .arith.formats import BF16, FP32, INT8, INT32
+from .arith.mac import MACConfig, MAX_STAGES, mac_datapath
+
+__all__ = ["PEConfig", "PE"]
+
+
+@dataclass(frozen=True)
+class PEConfig:
+    """Configuration of one PE.
+
+    Attributes:
+        fmt: datapath format inside the array, "bf16" (every float input format) or "int8".
+        subnormals: "ftz" or "ieee".
+        stages: partial-sum latency in cycles, 1..4 (the MAC's pipeline registers; at least one, so
+            the partial sum is registered in every PE).
+
+    Raises:
+        ValueError: on any value outside those sets, naming the parameter and allowed values.
+    """
+
+    fmt: str = "bf16"
+    subnormals: str = "ftz"
+    stages: int = 2
+
+    def __post_init__(self):
+        if self.fmt not in ("bf16", "int8"):
+            raise ValueError(f"fmt must be one of bf16, int8 inside a PE; got {self.fmt!r}")
+        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 1 <= self.stages <= MAX_STAGES:
+            raise ValueError(f"stages must be an integer from 1 to {MAX_STAGES}; got {self.stages!r}")
+        MACConfig(self.fmt, self.subnormals, self.stages)  # validates subnormals
+
+    @property
+    def mac(self) -> MACConfig:
+        return MACConfig(self.fmt, self.subnormals, self.stages)
+
+    @property
+    def operand_bits(self) -> int:
+        """Width of an activation or weight inside the array: 16 (bf16) or 8 (int8)."""
+        return 16 if self.fmt == "bf16" else 8
+
+    @property
+    def operand_shape(self):
+        return BF16 if self.fmt == "bf16" else INT8
+
+    @property
+    def acc_shape(self):
+        return FP32 if self.fmt == "bf16" else INT32
+
+
+class PE(wiring.Component):
+    """One weight-stationary PE (see the module docstring for the dataflow).
+
+    Ports (Verilog names, widths in bits; w = 16 for bf16, 8 for int8): ``en`` (1), ``a_in`` (w),
+    ``swap_in`` (1), ``a_out`` (w), ``swap_out`` (1), ``psum_in`` (32), ``psum_out`` (32), ``w_in``
+    (w), ``w_out`` (w), ``w_shift`` (1), ``commit_in`` (1), ``commit_out`` (1), ``clk``, ``rst``.
+
+    Latencies (cycles with ``en`` high): activation and swap bit 1; partial sum ``stages``;
+    weight chain 1 per shift; commit strobe 1.
+    """
+
+    def __init__(self, config: PEConfig | None = None):
+        self.config = config or PEConfig()
+        op = self.config.operand_shape
+        acc = self.config.acc_shape
+        super().__init__({
+            "en": In(1),
+            "a_in": In(op), "swap_in": In(1), "a_out": Out(op), "swap_out": Out(1),
+            "psum_in": In(acc), "psum_out": Out(acc),
+            "w_in": In(op), "w_out": Out(op), "w_shift": In(1),
+            "commit_in": In(1), "commit_out": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        op = self.config.operand_shape
+        transport = Signal(op, name="w_transport")
+        shadow = Signal(op, name="w_shadow")
+        active = Signal(op, name="w_active")
+        weight = Signal(op, name="w_use")
+        m.d.comb += weight.eq(Mux(self.swap_in, shadow, active))
+        with m.If(self.w_shift):
+            m.d.sync += transport.eq(self.w_in)
+        with m.If(self.commit_in):
+            m.d.sync += shadow.eq(transport)
+        with m.If(self.swap_in):
+            m.d.sync += active.eq(shadow)
+        m.d.sync += [
+            self.a_out.eq(self.a_in),
+            self.swap_out.eq(self.swap_in),
+            self.commit_out.eq(self.commit_in),
+        ]
+        m.d.comb += self.w_out.eq(transport)
+        result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, 1)
+        m.d.comb += self.psum_out.eq(result)
+        return EnableInserter(self.en)(m)

@@ -1,0 +1,144 @@
+"""MXU stimulus: weight tiles, activation beats and their golden results, and the stream payloads.
+
+A *tile* is one weight matrix W (R x C) and the M activation rows that use it, each with C
+partial-sum inputs. Its golden result is ``verif.golden.matmul(A, W, Cin)`` (K = R), the same
+sequential chain the array computes. All values are raw bit patterns (uint16 bf16, uint8 fp8/int8,
+uint32 fp32/int32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from verif.golden import matmul, to_format
+
+__all__ = ["Tile", "random_tile", "tile_expected", "pack_act", "pack_wgt", "unpack_out", "weight_beats",
+           "act_beats", "gemm_tiles_exact", "pad_value_bits"]
+
+_OP_DTYPE = {"bf16": np.uint16, "fp8_e4m3fn": np.uint8, "fp8_e5m2": np.uint8, "int8": np.uint8}
+_SPECIAL_BF16 = np.array([0x0000, 0x8000, 0x0001, 0x8070, 0x7F80, 0xFF80, 0x7FC0, 0x7F7F, 0x0080], np.uint16)
+_SPECIAL_F32 = np.array([0x00000000, 0x80000000, 0x00000001, 0x7F800000, 0xFF800000, 0x7FC00000,
+                         0x7F7FFFFF, 0x00800000], np.uint32)
+
+
+@dataclass
+class Tile:
+    """One weight tile: ``w`` (R, C), ``a`` (M, R), ``c`` (M, C) raw bit patterns."""
+    w: np.ndarray
+    a: np.ndarray
+    c: np.ndarray
+
+
+def _random_ops(fmt: str, shape, rng, specials: float) -> np.ndarray:
+    if fmt == "bf16":
+        # Moderate exponents (so sums really round) plus uniform patterns and special values.
+        x = rng.standard_normal(shape).astype(np.float32) * np.float32(4.0)
+        bits = to_format(x, "bf16").view(np.uint16)
+        uni = rng.integers(0, 1 << 16, shape, dtype=np.uint16)
+        bits = np.where(rng.random(shape) < 0.1, uni, bits)
+        sp = rng.choice(_SPECIAL_BF16, shape)
+        return np.where(rng.random(shape) < specials, sp, bits).astype(np.uint16)
+    if fmt == "int8":
+        return rng.integers(0, 256, shape, dtype=np.uint16).astype(np.uint8)
+    x = rng.standard_normal(shape).astype(np.float32) * np.float32(2.0)
+    bits = to_format(x, fmt).view(np.uint8)
+    uni = rng.integers(0, 256, shape, dtype=np.uint16).astype(np.uint8)
+    return np.where(rng.random(shape) < max(specials, 0.1), uni, bits).astype(np.uint8)
+
+
+def _random_acc(fmt: str, shape, rng, specials: float) -> np.ndarray:
+    if fmt == "int8":
+        return rng.integers(0, 1 << 32, shape, dtype=np.uint32)
+    x = (rng.standard_normal(shape) * 8).astype(np.float32).view(np.uint32)
+    sp = rng.choice(_SPECIAL_F32, shape)
+    return np.where(rng.random(shape) < specials, sp, x).astype(np.uint32)
+
+
+def random_tile(fmt: str, rows: int, cols: int, m: int, rng: np.random.Generator, specials: float = 0.02) -> Tile:
+    """A random tile; ``specials`` is the fraction of operands replaced by NaN/inf/subnormal/zero."""
+    return Tile(_random_ops(fmt, (rows, cols), rng, specials), _random_ops(fmt, (m, rows), rng, specials),
+                _random_acc(fmt, (m, cols), rng, specials))
+
+
+def _as_format(bits: np.ndarray, fmt: str) -> np.ndarray:
+    if fmt == "int8":
+        return bits.view(np.int8)
+    return to_format(bits, fmt)
+
+
+def tile_expected(tile: Tile, fmt: str, subnormals: str) -> np.ndarray:
+    """Golden (M, C) result bits (uint32) of one tile."""
+    acc = tile.c.view(np.int32) if fmt == "int8" else tile.c.view(np.float32)
+    out = matmul(_as_format(tile.a, fmt), _as_format(tile.w, fmt), acc, fmt=fmt, subnormals=subnormals)
+    return out.view(np.uint32)
+
+
+def _op_bits(fmt: str) -> int:
+    return 16 if fmt == "bf16" else 8
+
+
+def pack_act(fmt: str, rows: int, cols: int, a_row, c_row, swap: bool) -> int:
+    """Activation-stream payload: a[r] at bits w*r, c[c] at R*w + 32*c, swap at R*w + 32*C."""
+    w = _op_bits(fmt)
+    v = 0
+    for r in range(rows):
+        v |= int(a_row[r]) << (w * r)
+    base = rows * w
+    for c in range(cols):
+        v |= int(c_row[c]) << (base + 32 * c)
+    return v | (int(bool(swap)) << (base + 32 * cols))
+
+
+def pack_wgt(fmt: str, w_row) -> int:
+    """Weight-stream payload of one row: w[c] at bits w*c."""
+    w = _op_bits(fmt)
+    return sum(int(x) << (w * c) for c, x in enumerate(w_row))
+
+
+def unpack_out(value: int, cols: int) -> np.ndarray:
+    """Output payload -> (C,) uint32."""
+    return np.array([(value >> (32 * c)) & 0xFFFFFFFF for c in range(cols)], dtype=np.uint32)
+
+
+def weight_beats(fmt: str, tile: Tile) -> list[int]:
+    """The R weight beats of a tile, row R-1 first (it travels furthest down the chain)."""
+    return [pack_wgt(fmt, tile.w[r]) for r in range(tile.w.shape[0] - 1, -1, -1)]
+
+
+def act_beats(fmt: str, tile: Tile) -> list[int]:
+    """The M activation beats of a tile; the first carries ``swap``."""
+    rows, cols = tile.w.shape
+    return [pack_act(fmt, rows, cols, tile.a[i], tile.c[i], i == 0) for i in range(tile.a.shape[0])]
+
+
+def pad_value_bits(fmt: str) -> tuple[int, int]:
+    """(activation pad, weight pad) bit patterns that leave every partial sum unchanged.
+
+    A padded product must be -0 for floats: ``x + (-0) = x`` for every x including +-0 (IEEE 754-2019
+    §6.3), whereas ``-0 + (+0) = +0`` would change a -0 partial sum. So activations pad with -0 and
+    weights with +0 (``(-0) * (+0) = -0``); real data is never multiplied by padding. int8 pads with 0.
+    """
+    if fmt == "int8":
+        return 0, 0
+    return (0x8000, 0x0000) if fmt == "bf16" else (0x80, 0x00)
+
+
+def gemm_tiles_exact(fmt: str, a: np.ndarray, b: np.ndarray, rows: int, cols: int):
+    """Split (M, K) @ (K, N) bit-pattern operands into K-blocks x N-blocks of padded tiles.
+
+    Returns ``blocks[kb][nb] = (w_tile (R, C), a_tile (M, R))`` with padding from
+    :func:`pad_value_bits`; the caller chains ``c`` through the K blocks.
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    a_pad, w_pad = pad_value_bits(fmt)
+    kb_n, nb_n = -(-k // rows), -(-n // cols)
+    dt = a.dtype
+    a_full = np.full((m, kb_n * rows), a_pad, dtype=dt)
+    a_full[:, :k] = a
+    b_full = np.full((kb_n * rows, nb_n * cols), w_pad, dtype=dt)
+    b_full[:k, :n] = b
+    return [[(b_full[kb * rows:(kb + 1) * rows, nb * cols:(nb + 1) * cols], a_full[:, kb * rows:(kb + 1) * rows])
+             for nb in range(nb_n)] for kb in range(kb_n)]
