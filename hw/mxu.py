@@ -41,7 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, asdict
 
-from amaranth import ClockSignal, EnableInserter, Instance, Module, ResetSignal, Signal, Value
+from amaranth import ClockSignal, EnableInserter, Instance, Module, Mux, ResetSignal, Signal, Value
+from amaranth.lib.memory import Memory
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -50,7 +51,7 @@ from .arith.fp8_decode import decode_fp8
 from .arith.mac import MAX_STAGES
 from .pe import PE, PEConfig
 
-__all__ = ["MXUConfig", "MXU", "PRESETS"]
+__all__ = ["MXUConfig", "MXU", "MXURow", "PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,89 @@ PRESETS: dict[str, MXUConfig] = {
 }
 
 
+#: Delay lines at least this long are built as a RAM ring buffer instead of a register chain: the
+#: same timing, far fewer netlist bits (128 x 128 generation time), and LUT RAM or block RAM on an
+#: FPGA instead of flip-flops.
+RAM_DELAY_MIN = 4
+
+
 def _delay(m: Module, value, steps: int, name: str) -> Value:
-    """``value`` delayed by ``steps`` registers (reset-less data); returns the last stage."""
+    """``value`` delayed by ``steps`` clock-enabled steps (data without reset); returns the output.
+
+    Short delays are register chains. From :data:`RAM_DELAY_MIN` steps on, a ring buffer: a memory
+    of ``steps - 1`` entries written and read (read-before-write, synchronous) at one pointer, whose
+    read register is the last stage. Both obey the enclosing ``EnableInserter``.
+    """
     value = Value.cast(value)
-    for i in range(steps):
-        reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=True)
-        m.d.sync += reg.eq(value)
-        value = reg
-    return value
+    if steps < RAM_DELAY_MIN:
+        for i in range(steps):
+            reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=True)
+            m.d.sync += reg.eq(value)
+            value = reg
+        return value
+    depth = steps - 1
+    mem = Memory(shape=value.shape(), depth=depth, init=[])
+    m.submodules[f"{name}_ram"] = mem
+    wr = mem.write_port()
+    rd = mem.read_port()
+    ptr = Signal(range(depth), name=f"{name}_ptr")
+    m.d.sync += ptr.eq(Mux(ptr == depth - 1, 0, ptr + 1))
+    m.d.comb += [wr.addr.eq(ptr), wr.data.eq(value), wr.en.eq(1), rd.addr.eq(ptr)]
+    return rd.data
+
+
+class MXURow(wiring.Component):
+    """One row of C PEs: the activation enters at the left and moves right; partial sums, weight
+    chains and commit strobes pass through from the row above to the row below.
+
+    Ports (w = operand bits, 16 or 8): ``en``, ``w_shift`` (1 each, to every PE); ``a_in`` (w),
+    ``swap_in`` (1) into PE 0; ``psum_in``/``psum_out`` (C x 32), ``w_in``/``w_out`` (C x w),
+    ``commit_in``/``commit_out`` (C), element c belonging to column c.
+
+    Args:
+        pe_config: the :class:`PEConfig` of every PE.
+        cols: C >= 1.
+        pe_blackbox: instance the PE as ``Instance(pe_name, ...)`` (for Verilog with one PE module).
+    """
+
+    OUTPUTS = frozenset({"psum_out", "w_out", "commit_out"})
+
+    def __init__(self, pe_config: PEConfig, cols: int, *, pe_blackbox: bool = False, pe_name: str = "mxu_pe"):
+        self.pe_config, self.cols = pe_config, cols
+        self.pe_blackbox, self.pe_name = pe_blackbox, pe_name
+        op, acc = pe_config.operand_shape, pe_config.acc_shape
+        super().__init__({
+            "en": In(1), "w_shift": In(1), "a_in": In(op), "swap_in": In(1),
+            "psum_in": In(data.ArrayLayout(acc, cols)), "psum_out": Out(data.ArrayLayout(acc, cols)),
+            "w_in": In(data.ArrayLayout(op, cols)), "w_out": Out(data.ArrayLayout(op, cols)),
+            "commit_in": In(cols), "commit_out": Out(cols),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        C = self.cols
+        op = self.pe_config.operand_shape
+        a_net = [Signal(op, name=f"a_{c}") for c in range(C + 1)]
+        s_net = [Signal(name=f"swap_{c}") for c in range(C + 1)]
+        m.d.comb += [a_net[0].eq(self.a_in), s_net[0].eq(self.swap_in)]
+        outs = {"a_out", "swap_out", "psum_out", "w_out", "commit_out"}
+        for c in range(C):
+            ports = dict(
+                en=self.en, w_shift=self.w_shift, a_in=a_net[c], swap_in=s_net[c], a_out=a_net[c + 1],
+                swap_out=s_net[c + 1], psum_in=self.psum_in[c], psum_out=self.psum_out[c],
+                w_in=self.w_in[c], w_out=self.w_out[c], commit_in=self.commit_in[c],
+                commit_out=self.commit_out[c],
+            )
+            if self.pe_blackbox:
+                kw = {("o_" if k in outs else "i_") + k: v for k, v in ports.items()}
+                m.submodules[f"pe_{c}"] = Instance(self.pe_name, i_clk=ClockSignal(), i_rst=ResetSignal(), **kw)
+            else:
+                pe = PE(self.pe_config)
+                m.submodules[f"pe_{c}"] = pe
+                for k, v in ports.items():
+                    port = getattr(pe, k)
+                    m.d.comb += (v.eq(port) if k in outs else port.eq(v))
+        return m
 
 
 class MXU(wiring.Component):
@@ -182,18 +258,19 @@ class MXU(wiring.Component):
 
     Args:
         config: the :class:`MXUConfig`.
-        pe_blackbox: ``True`` instantiates every PE as ``Instance(pe_name, ...)`` so the Verilog has
-            one PE module definition (see :func:`mxu_verilog`); Amaranth's simulator ignores black
-            boxes, so simulate with the default ``False`` (real PE submodules).
-        pe_name: module name of the PE for ``pe_blackbox``.
+        pe_blackbox: ``True`` instantiates every row as ``Instance(row_name, ...)`` so that the Verilog
+            holds one row module (of C PE instances) and one PE module (see
+            :func:`hw.generate.mxu_verilog`); Amaranth's simulator ignores black boxes, so simulate
+            with the default ``False`` (real row and PE submodules).
+        row_name: module name of the row for ``pe_blackbox``.
     """
 
-    def __init__(self, config: MXUConfig | None = None, *, pe_blackbox: bool = False, pe_name: str = "mxu_pe"):
+    def __init__(self, config: MXUConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row"):
         self.config = config or MXUConfig()
         if not isinstance(self.config, MXUConfig):
             raise TypeError(f"config must be an MXUConfig; got {type(self.config).__name__}")
         self.pe_blackbox = pe_blackbox
-        self.pe_name = pe_name
+        self.row_name = row_name
         super().__init__({
             "act": In(stream.Signature(self.config.act_layout())),
             "wgt": In(stream.Signature(self.config.wgt_layout())),
@@ -273,53 +350,42 @@ class MXU(wiring.Component):
         with m.Elif(since_swap < cfg.commit_gap_cycles):
             m.d.sync += since_swap.eq(since_swap + 1)
 
-        # ---- nets between PEs ------------------------------------------------------------
-        a_net = [[Signal(op_in, name=f"a_{r}_{c}") for c in range(C + 1)] for r in range(R)]
-        s_net = [[Signal(name=f"swap_{r}_{c}") for c in range(C + 1)] for r in range(R)]
-        p_net = [[Signal(pe_cfg.acc_shape, name=f"psum_{r}_{c}") for c in range(C)] for r in range(R + 1)]
-        w_net = [[Signal(op_in, name=f"w_{r}_{c}") for c in range(C)] for r in range(R + 1)]
-        k_net = [[Signal(name=f"commit_{r}_{c}") for c in range(C)] for r in range(R + 1)]
+        # ---- nets between rows: row r's inputs from above are row r-1's outputs ----------
+        # (plain vectors: a layout here would add C debug wires per field per row to the Verilog)
+        acc_w, op_w = 32, pe_cfg.operand_bits
+        p_net = [Signal(C * acc_w, name=f"psum_row{r}") for r in range(R + 1)]
+        w_net = [Signal(C * op_w, name=f"w_row{r}") for r in range(R + 1)]
+        k_net = [Signal(C, name=f"commit_row{r}") for r in range(R + 1)]
 
-        # Left edge: decode, then row r delayed r*L steps (bubbles carry swap = 0).
-        for r in range(R):
-            a = to_array(self.act.payload.a[r], f"a_dec_{r}")
-            m.d.comb += [
-                a_net[r][0].eq(_delay(m, a, r * L, f"skew_a{r}")),
-                s_net[r][0].eq(_delay(m, swap, r * L, f"skew_swap{r}")),
-            ]
         # Top edge: partial-sum inputs delayed c steps, weights (decoded) into the chains, commit
         # strobe delayed c steps along the top.
         for c in range(C):
             m.d.comb += [
-                p_net[0][c].eq(_delay(m, self.act.payload.c[c], c, f"skew_c{c}")),
-                w_net[0][c].eq(to_array(self.wgt.payload[c], f"w_dec_{c}")),
+                p_net[0][c * acc_w:(c + 1) * acc_w].eq(_delay(m, self.act.payload.c[c], c, f"skew_c{c}")),
+                w_net[0][c * op_w:(c + 1) * op_w].eq(to_array(self.wgt.payload[c], f"w_dec_{c}")),
                 k_net[0][c].eq(_delay(m, commit, c, f"commit_top{c}")),
             ]
-        # The grid.
+        # Left edge (decode, row r delayed r*L steps; bubbles carry swap = 0) and the rows.
         for r in range(R):
-            for c in range(C):
-                ports = dict(
-                    en=advance, a_in=a_net[r][c], swap_in=s_net[r][c], a_out=a_net[r][c + 1],
-                    swap_out=s_net[r][c + 1], psum_in=p_net[r][c], psum_out=p_net[r + 1][c],
-                    w_in=w_net[r][c], w_out=w_net[r + 1][c], w_shift=w_shift,
-                    commit_in=k_net[r][c], commit_out=k_net[r + 1][c],
-                )
-                if self.pe_blackbox:
-                    outs = {"a_out", "swap_out", "psum_out", "w_out", "commit_out"}
-                    kw = {("o_" if k in outs else "i_") + k: v for k, v in ports.items()}
-                    m.submodules[f"pe_{r}_{c}"] = Instance(self.pe_name, i_clk=ClockSignal(), i_rst=ResetSignal(), **kw)
-                else:
-                    pe = PE(pe_cfg)
-                    m.submodules[f"pe_{r}_{c}"] = pe
-                    for k, v in ports.items():
-                        port = getattr(pe, k)
-                        if k in ("a_out", "swap_out", "psum_out", "w_out", "commit_out"):
-                            m.d.comb += v.eq(port)
-                        else:
-                            m.d.comb += port.eq(v)
+            a = to_array(self.act.payload.a[r], f"a_dec_{r}")
+            ports = dict(
+                en=advance, w_shift=w_shift,
+                a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=_delay(m, swap, r * L, f"skew_swap{r}"),
+                psum_in=p_net[r], psum_out=p_net[r + 1], w_in=w_net[r], w_out=w_net[r + 1],
+                commit_in=k_net[r], commit_out=k_net[r + 1],
+            )
+            if self.pe_blackbox:
+                kw = {("o_" if k in MXURow.OUTPUTS else "i_") + k: v for k, v in ports.items()}
+                m.submodules[f"row_{r}"] = Instance(self.row_name, i_clk=ClockSignal(), i_rst=ResetSignal(), **kw)
+            else:
+                row = MXURow(pe_cfg, C)
+                m.submodules[f"row_{r}"] = row
+                for k, v in ports.items():
+                    port = getattr(row, k)
+                    m.d.comb += (v.eq(port) if k in MXURow.OUTPUTS else port.eq(v))
         # Bottom edge: column c delayed C-1-c steps; output valid D steps after the input beat.
         for c in range(C):
-            m.d.comb += self.out.payload[c].eq(_delay(m, p_net[R][c], C - 1 - c, f"deskew{c}"))
+            m.d.comb += self.out.payload[c].eq(_delay(m, p_net[R][c * acc_w:(c + 1) * acc_w], C - 1 - c, f"deskew{c}"))
         valid = act_fire
         for i in range(cfg.latency_cycles):
             reg = Signal(name=f"valid_d{i}")

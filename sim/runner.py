@@ -221,8 +221,10 @@ def generate_verilog(
     process takes about 5 s (WebAssembly compile), later ones well under 1 s for small designs.
 
     Args:
-        factory: called with no arguments on a cache miss; returns the
-            ``amaranth.lib.wiring.Component`` to convert.
+        factory: called with no arguments on a cache miss (with ``AMARANTH_USE_YOSYS=builtin``
+            set); returns the ``amaranth.lib.wiring.Component`` to convert, or a ``str`` of
+            Verilog it produced itself (for designs made of several modules, such as the MXU
+            with one PE module instanced R x C times).
         name: Verilog module name and file stem; a plain identifier (letters, digits, ``_``).
         key: everything the design depends on beyond the ``hw`` sources (typically the
             configuration dataclass). Its ``repr`` must be deterministic.
@@ -235,7 +237,7 @@ def generate_verilog(
     Raises:
         ValueError: *name* is not a plain identifier, or ``repr(key)`` contains a memory
             address (``<... at 0x...>``) and so would never hit the cache.
-        TypeError: *factory* did not return a ``wiring.Component``.
+        TypeError: *factory* returned neither a ``wiring.Component`` nor a ``str``.
     """
     import amaranth
     from amaranth.back import verilog
@@ -265,15 +267,18 @@ def generate_verilog(
         log.debug("Verilog cache hit: %s", target)
         return target
 
-    component = factory()
-    if not isinstance(component, wiring.Component):
-        raise TypeError(
-            "factory() must return an amaranth.lib.wiring.Component, "
-            f"got {type(component).__name__}"
-        )
     start = time.perf_counter()
     with _environ("AMARANTH_USE_YOSYS", "builtin"):
-        text = verilog.convert(component, name=name)
+        made = factory()
+        if isinstance(made, str):
+            text = made  # already Verilog (e.g. a multi-module design from hw.generate)
+        elif isinstance(made, wiring.Component):
+            text = verilog.convert(made, name=name)
+        else:
+            raise TypeError(
+                "factory() must return an amaranth.lib.wiring.Component or Verilog text, "
+                f"got {type(made).__name__}"
+            )
     log.info("Generated %s in %.2f s", target, time.perf_counter() - start)
     manifest = {
         "name": name,
@@ -415,6 +420,7 @@ def run_cocotb(
     testcase: str | None = None,
     seed: int | None = None,
     timescale: tuple[str, str] = ("1ns", "1ps"),
+    build_args: Sequence[str] = (),
 ) -> RunResult:
     """Build *sources* with *simulator* and run the cocotb tests of *test_module* against them.
 
@@ -447,6 +453,8 @@ def run_cocotb(
             clock and prints it in the log.
         timescale: ``(unit, precision)`` for modules without a ``timescale`` directive,
             e.g. ``("1ns", "1ps")``.
+        build_args: extra arguments for the simulator's compiler (part of the build cache key),
+            e.g. ``["--hierarchical"]`` for Verilator.
 
     Returns:
         A :class:`RunResult`. Failing cocotb tests give ``failed > 0``; they do not raise.
@@ -513,12 +521,14 @@ def run_cocotb(
         if problem is not None:
             raise SimulatorUnavailable(problem)
 
+    extra_build_args = [str(a) for a in build_args]
     build_args: list[str] = []
     if simulator == "verilator":
         # Amaranth's output trips WIDTHEXPAND and friends; warnings must not stop the build.
         build_args.append("-Wno-fatal")
         if waves and wave_format == "fst":
             build_args.append("--trace-fst")
+    build_args += extra_build_args
 
     # ---- build (cached) ----
     digest, config = _build_key(

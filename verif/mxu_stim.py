@@ -14,7 +14,7 @@ import numpy as np
 
 from verif.golden import matmul, to_format
 
-__all__ = ["Tile", "random_tile", "tile_expected", "pack_act", "pack_wgt", "unpack_out", "weight_beats",
+__all__ = ["as_format", "Tile", "random_tile", "tile_expected", "pack_act", "pack_wgt", "unpack_out", "weight_beats",
            "act_beats", "gemm_tiles_exact", "pad_value_bits"]
 
 _OP_DTYPE = {"bf16": np.uint16, "fp8_e4m3fn": np.uint8, "fp8_e5m2": np.uint8, "int8": np.uint8}
@@ -62,7 +62,8 @@ def random_tile(fmt: str, rows: int, cols: int, m: int, rng: np.random.Generator
                 _random_acc(fmt, (m, cols), rng, specials))
 
 
-def _as_format(bits: np.ndarray, fmt: str) -> np.ndarray:
+def as_format(bits: np.ndarray, fmt: str) -> np.ndarray:
+    """Raw bit patterns -> the format's dtype (int8 viewed as signed)."""
     if fmt == "int8":
         return bits.view(np.int8)
     return to_format(bits, fmt)
@@ -71,7 +72,7 @@ def _as_format(bits: np.ndarray, fmt: str) -> np.ndarray:
 def tile_expected(tile: Tile, fmt: str, subnormals: str) -> np.ndarray:
     """Golden (M, C) result bits (uint32) of one tile."""
     acc = tile.c.view(np.int32) if fmt == "int8" else tile.c.view(np.float32)
-    out = matmul(_as_format(tile.a, fmt), _as_format(tile.w, fmt), acc, fmt=fmt, subnormals=subnormals)
+    out = matmul(as_format(tile.a, fmt), as_format(tile.w, fmt), acc, fmt=fmt, subnormals=subnormals)
     return out.view(np.uint32)
 
 
