@@ -55,11 +55,24 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    g = sub.add_parser("generate", help="write Verilog plus a JSON manifest for a block configuration",
-                       description="Write <out>/<module>.v and <out>/<module>.json (parameters, ports with "
-                                   "widths in bits, latency in cycles, tool versions).")
-    g.add_argument("--block", choices=["mac"], default="mac", help="block to generate (default: mac)")
-    _add_mac_options(g)
+    g = sub.add_parser("generate", help="write Verilog plus a JSON manifest for an MXU (or a single MAC)",
+                       description="Write <out>/<name>.v and <out>/<name>.json: every parameter, every port "
+                                   "(direction, width in bits, meaning), the latency of each path in cycles "
+                                   "and the tool versions. Parameters come from --preset or --config, then "
+                                   "from the options given, which win.")
+    g.add_argument("--block", choices=["mxu", "mac"], default=None, help="block to generate (default: mxu)")
+    g.add_argument("--rows", type=_positive, default=None, help="MXU PE rows R (K extent of a weight tile; default 8)")
+    g.add_argument("--cols", type=_positive, default=None, help="MXU PE columns C (N extent of a tile; default 8)")
+    g.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16)")
+    g.add_argument("--subnormals", choices=SUBNORMALS, default=None,
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    g.add_argument("--stages", type=_stages, default=None,
+                   help="pipeline stages of each MAC in cycles: 1..4 for the MXU, 0..4 for a MAC (default 2)")
+    g.add_argument("--preset", default=None, metavar="NAME",
+                   help="named configuration: " + ", ".join(_preset_names()))
+    g.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages")
+    g.add_argument("--name", default=None, help="Verilog top module name (default: mxu or mac)")
     g.add_argument("-o", "--out", required=True, type=Path, help="output folder (created; files replaced atomically)")
 
     d = sub.add_parser("demo", help="the main job: random bf16 MACs through the generated RTL vs the golden model",
@@ -72,6 +85,73 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=None, help="random seed (default: random, printed)")
     d.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
     return p
+
+
+def _preset_names() -> list[str]:
+    from hw.mxu import PRESETS
+    return sorted(PRESETS)
+
+
+_CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages")
+
+
+def _generate_params(args) -> dict:
+    """Merge --preset, --config and explicit options (in that order of precedence, lowest first)."""
+    import dataclasses
+    import tomllib
+
+    from hw.mxu import PRESETS
+
+    params: dict = {}
+    if args.preset is not None:
+        if args.preset not in PRESETS:
+            raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
+        params.update(dataclasses.asdict(PRESETS[args.preset]), block="mxu")
+    if args.config is not None:
+        try:
+            loaded = tomllib.loads(args.config.read_text())
+        except FileNotFoundError:
+            raise UsageError(f"--config {args.config}: no such file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"--config {args.config}: cannot read: {e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise UsageError(f"--config {args.config}: invalid TOML: {e}") from None
+        unknown = sorted(set(loaded) - set(_CONFIG_KEYS))
+        if unknown:
+            raise UsageError(f"--config {args.config}: unknown keys {', '.join(unknown)}; allowed: {', '.join(_CONFIG_KEYS)}")
+        params.update(loaded)
+    for key in _CONFIG_KEYS:
+        value = getattr(args, key)
+        if value is not None:
+            params[key] = value
+    params.setdefault("block", "mxu")
+    if params["block"] not in ("mxu", "mac"):
+        raise UsageError(f"block must be one of mxu, mac; got {params['block']!r}")
+    return params
+
+
+def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
+    """Write ``files`` (name -> text or source path) into ``out`` all-or-nothing: everything goes
+    to a temporary folder first and is then moved into place."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".mxu-", dir=out))
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot create: {e.strerror}") from None
+    try:
+        for name, content in files.items():
+            if isinstance(content, Path):
+                shutil.copyfile(content, tmp / name)
+            else:
+                (tmp / name).write_text(content)
+        for name in files:
+            os.replace(tmp / name, out / name)
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot write: {e.strerror}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _add_mac_options(p):
@@ -91,33 +171,54 @@ def _mac_config(args):
 
 
 def _cmd_generate(args) -> int:
-    from hw.arith import MAC
-    from hw.generate import manifest
+    from hw.arith import MAC, MACConfig
+    from hw.generate import manifest, mxu_verilog
+    from hw.mxu import MXU, MXUConfig
     from sim import runner, toolchain
 
-    cfg = _mac_config(args)
-    name = "mac"
-    out = args.out
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
+    params = _generate_params(args)
+    block = params.pop("block")
+    name = args.name or block
+    if not name.isidentifier() or not name.isascii():
+        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _)")
     t0 = time.perf_counter()
-    verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
-    comp = MAC(cfg)
+    try:
+        if block == "mac":
+            for key in ("rows", "cols"):
+                if key in params:
+                    raise UsageError(f"--{key} does not apply to --block mac")
+            cfg = MACConfig(**{"stages": 2, **params})
+        else:
+            cfg = MXUConfig(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if block == "mac":
+        verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
+        comp = MAC(cfg)
+        latencies = {"input_to_output_cycles": cfg.latency_cycles}
+        modules = [name]
+    else:
+        verilog = runner.generate_verilog(lambda: mxu_verilog(cfg, name), name=name, key=cfg)
+        comp = MXU(cfg)
+        latencies = {
+            "act_to_out_cycles": cfg.latency_cycles,
+            "pe_partial_sum_cycles": cfg.stages,
+            "pe_activation_hop_cycles": 1,
+            "weight_beats_per_tile": cfg.weight_beats,
+            "commit_after_swap_min_cycles": cfg.commit_gap_cycles,
+            "weight_load_hold_after_commit_cycles": cfg.load_hold_cycles,
+            "formula": "out beat = act beat + R*stages + C - 1 cycles (see verif/cycles.py for tile timing)",
+        }
+        modules = [f"{name}_pe", f"{name}_row", name]
     comp._MustUse__silence = True
     info = manifest(comp, cfg, name=name, latency_cycles=cfg.latency_cycles, meanings=comp.port_meanings(),
-                    extra={"tools": toolchain.tool_versions(), "verilog": f"{name}.v"})
-    out.mkdir(parents=True, exist_ok=True)
-    # Write both files under temporary names, then move them into place: never a half-written file.
-    tmp = Path(tempfile.mkdtemp(prefix=".mxu-", dir=out))
-    try:
-        shutil.copyfile(verilog, tmp / f"{name}.v")
-        (tmp / f"{name}.json").write_text(json.dumps(info, indent=2) + "\n")
-        os.replace(tmp / f"{name}.v", out / f"{name}.v")
-        os.replace(tmp / f"{name}.json", out / f"{name}.json")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(json.dumps({"verilog": str(out / f"{name}.v"), "manifest": str(out / f"{name}.json"),
-                      "latency_cycles": cfg.latency_cycles, "wall_s": round(time.perf_counter() - t0, 2)}))
+                    extra={"block": block, "latencies": latencies, "modules": modules,
+                           "verilog": f"{name}.v", "verilog_bytes": verilog.stat().st_size,
+                           "tools": toolchain.tool_versions()})
+    _write_outputs(args.out, {f"{name}.v": verilog, f"{name}.json": json.dumps(info, indent=2) + "\n"})
+    print(json.dumps({"verilog": str(args.out / f"{name}.v"), "manifest": str(args.out / f"{name}.json"),
+                      "block": block, "parameters": info["parameters"], "latency_cycles": cfg.latency_cycles,
+                      "wall_s": round(time.perf_counter() - t0, 2)}))
     return 0
 
 
