@@ -50,6 +50,22 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {2**31 - 1}, not {text!r}")
+    return value
+
+
+def _out_dir(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, not an empty string")
+    return Path(text)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mxu", description="Open TPU-style matrix unit: generate, simulate and check the RTL.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -73,7 +89,8 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
                    help="TOML file with keys block, rows, cols, fmt, subnormals, stages")
     g.add_argument("--name", default=None, help="Verilog top module name (default: mxu or mac)")
-    g.add_argument("-o", "--out", required=True, type=Path, help="output folder (created; files replaced atomically)")
+    g.add_argument("-o", "--out", required=True, type=_out_dir,
+                   help="output folder (created; both files appear together or not at all)")
 
     d = sub.add_parser("demo", help="the main job: random bf16 MACs through the generated RTL vs the golden model",
                        description="Generate the MAC, build it in a simulator, run random MACs from five "
@@ -82,7 +99,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--vectors", type=_positive, default=5000,
                    help="random MACs to run (default: 5000, split over the distributions)")
     d.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
-    d.add_argument("--seed", type=int, default=None, help="random seed (default: random, printed)")
+    d.add_argument("--seed", type=_seed, default=None, help="random seed, 0..2**31-1 (default: random, printed)")
     d.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
     return p
 
@@ -130,11 +147,35 @@ def _generate_params(args) -> dict:
     return params
 
 
+def _project_info() -> dict:
+    """Version of this distribution and the git commit of the checkout (``+dirty`` with local edits)."""
+    import subprocess
+    from importlib import metadata
+
+    try:
+        version = metadata.version("open-mxu")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = (commit + ("+dirty" if dirty else "")) if commit else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        commit = "unknown"
+    return {"name": "open-mxu", "version": version, "git_commit": commit}
+
+
 def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
     """Write ``files`` (name -> text or source path) into ``out`` all-or-nothing: everything goes
     to a temporary folder first and is then moved into place."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
+    for name in files:
+        if (out / name).is_dir():
+            raise UsageError(f"--out {out}: {name} exists there and is a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".mxu-", dir=out))
@@ -214,7 +255,7 @@ def _cmd_generate(args) -> int:
     info = manifest(comp, cfg, name=name, latency_cycles=cfg.latency_cycles, meanings=comp.port_meanings(),
                     extra={"block": block, "latencies": latencies, "modules": modules,
                            "verilog": f"{name}.v", "verilog_bytes": verilog.stat().st_size,
-                           "tools": toolchain.tool_versions()})
+                           "project": _project_info(), "tools": toolchain.tool_versions()})
     _write_outputs(args.out, {f"{name}.v": verilog, f"{name}.json": json.dumps(info, indent=2) + "\n"})
     print(json.dumps({"verilog": str(args.out / f"{name}.v"), "manifest": str(args.out / f"{name}.json"),
                       "block": block, "parameters": info["parameters"], "latency_cycles": cfg.latency_cycles,
@@ -229,7 +270,6 @@ def _cmd_demo(args) -> int:
 
     from hw.arith import MAC
     from sim import runner, toolchain
-    from verif.vectors import DISTRIBUTIONS
 
     cfg = _mac_config(args)
     try:
@@ -237,8 +277,6 @@ def _cmd_demo(args) -> int:
     except toolchain.SimulatorUnavailable as e:
         raise UsageError(str(e)) from None
     seed = args.seed if args.seed is not None else random.randrange(2**31)
-    n_dist = len(DISTRIBUTIONS) if cfg.fmt != "int8" else 1
-    per_dist = max(1, -(-args.vectors // n_dist))
     t0 = time.perf_counter()
     steps = tqdm(total=3, desc="mxu demo", unit="step", file=sys.stderr, leave=False,
                  disable=not sys.stderr.isatty() and not os.environ.get("MXU_PROGRESS"))
@@ -249,7 +287,7 @@ def _cmd_demo(args) -> int:
     report = Path(tempfile.mkstemp(prefix="mxu-demo-", suffix=".jsonl")[1])
     try:
         env = {"MXU_TB_CONFIG": json.dumps({"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages,
-                                            "seed": seed, "random_per_dist": per_dist, "gaps": True,
+                                            "seed": seed, "random_total": args.vectors, "gaps": True,
                                             "corners": False}),
                "MXU_TB_REPORT": str(report)}
         result = runner.run_cocotb([verilog], "mac", "verif.tb.mac_tb", simulator=args.sim, env=env)
@@ -264,10 +302,13 @@ def _cmd_demo(args) -> int:
     summary = {
         "config": {"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages,
                    "latency_cycles": cfg.latency_cycles},
-        "simulator": args.sim, "simulator_version": toolchain.tool_versions().get(args.sim, "").split(";")[0],
+        "simulator": args.sim,
+        "simulator_version": toolchain.tool_versions().get("iverilog" if args.sim == "icarus" else args.sim,
+                                                           "").split(";")[0],
         "seed": seed, "vectors": vectors, "mismatches": mismatches,
         "distributions": {r["test"]: r["vectors"] for r in records},
-        "tests_passed": result.passed, "tests_failed": result.failed,
+        "tests_run": len(records), "tests_failed": result.failed,
+        "replay": _replay_command(args, seed),
         "build_s": round(result.build_s, 2), "cached_build": result.cached_build,
         "macs_per_s": round(vectors / sim_s) if sim_s else None,
         "wall_s": round(time.perf_counter() - t0, 2),
@@ -280,20 +321,30 @@ def _cmd_demo(args) -> int:
     return 0 if ok else 1
 
 
+def _replay_command(args, seed: int) -> str:
+    return (f"mxu demo --fmt {args.fmt} --subnormals {args.subnormals} --stages {args.stages} "
+            f"--vectors {args.vectors} --sim {args.sim} --seed {seed}")
+
+
 def _print_summary(s, ok, result) -> None:
     c = s["config"]
+    if c["fmt"] == "int8":
+        numerics = "fmt=int8  acc=int32 two's-complement wrap"
+    else:
+        numerics = f"fmt={c['fmt']}  subnormals={c['subnormals']}  acc=fp32, RNE, one rounding per MAC"
+    stress = "random input gaps and back-pressure" if c["stages"] else "combinational: no pipeline to stall"
     lines = [
         "mxu demo: bit-exact check of the generated MAC against the golden model",
-        f"  configuration   fmt={c['fmt']}  subnormals={c['subnormals']}  stages={c['stages']} "
-        f"(latency {c['latency_cycles']} cycles)  acc=fp32 RNE, one rounding per MAC",
+        f"  configuration   {numerics}",
+        f"                  stages={c['stages']} (latency {c['latency_cycles']} cycles)",
         f"  simulator       {s['simulator']} {s['simulator_version']}  "
         f"(build {s['build_s']} s{', cached' if s['cached_build'] else ''})",
-        f"  seed            {s['seed']}  (replay: mxu demo --seed {s['seed']})",
-        f"  vectors run     {s['vectors']}  over {len(s['distributions'])} distributions, "
-        "random input gaps and back-pressure",
+        f"  seed            {s['seed']}  (replay: {s['replay']})",
+        f"  vectors run     {s['vectors']} over {len(s['distributions'])} "
+        f"distribution{'s' if len(s['distributions']) != 1 else ''}, {stress}",
     ]
     for name, n in s["distributions"].items():
-        lines.append(f"                    {name:<16} {n}")
+        lines.append(f"                    {name:<24} {n}")
     lines += [
         f"  mismatches      {s['mismatches']}",
         f"  throughput      {s['macs_per_s']} MACs/s simulated (cocotb + {s['simulator']})",
@@ -318,6 +369,10 @@ def main(argv: list[str] | None = None) -> int:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"mxu: failed: {first}", file=sys.stderr)
         return 1
+    except OSError as e:  # e.g. an unwritable build folder (MXU_BUILD_DIR) or output folder
+        where = f": {e.filename}" if e.filename else ""
+        print(f"mxu: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("mxu: interrupted", file=sys.stderr)
         return 130

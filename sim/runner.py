@@ -273,7 +273,9 @@ def generate_verilog(
         if isinstance(made, str):
             text = made  # already Verilog (e.g. a multi-module design from hw.generate)
         elif isinstance(made, wiring.Component):
-            text = verilog.convert(made, name=name)
+            # No (* src *) attributes: the Verilog does not depend on the checkout's path or on
+            # where a line sits in a Python file (which would also force simulator rebuilds).
+            text = verilog.convert(made, name=name, emit_src=False)
         else:
             raise TypeError(
                 "factory() must return an amaranth.lib.wiring.Component or Verilog text, "

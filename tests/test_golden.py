@@ -304,10 +304,10 @@ def gen_boundary(rnd, n):
             acc = (sign << 31) | (0x00800000 + rnd.randint(-4, 4))
             out.append((acc, a, b))
             continue
-        if r < 0.23:
-            acc = rnd.choice(F32_SPECIAL)
-        elif r < 0.2:
+        if r < 0.2:
             acc = _rand_f32_near(rnd, -127)  # subnormal accumulator
+        elif r < 0.23:
+            acc = rnd.choice(F32_SPECIAL)
         elif r < 0.3:
             acc = 0x80000000 * rnd.getrandbits(1)
         else:

@@ -164,8 +164,10 @@ class MAC(wiring.Component):
             "i__payload": (f"operands: a = bits [{w - 1}:0], b = bits [{2 * w - 1}:{w}] ({cfg.fmt}); "
                            f"c = bits [{2 * w + 31}:{2 * w}] ({acc} accumulator in)"),
             "i__valid": "input beat valid",
-            "i__ready": "input beat accepted (o__ready | ~o__valid)",
-            "o__payload": f"{acc} result acc_out = c + a*b (one RNE rounding for floats; wrap for int8)",
+            "i__ready": ("input beat accepted (= o__ready; combinational MAC)" if cfg.stages == 0
+                         else "input beat accepted (o__ready | ~o__valid: the pipeline advances)"),
+            "o__payload": (f"int32 result c + a*b, two's-complement wrap" if cfg.fmt == "int8" else
+                           f"fp32 result RNE(c + a*b), one rounding, subnormals {cfg.subnormals}"),
             "o__valid": "result valid",
             "o__ready": "consumer ready; low stalls the whole pipeline",
         }

@@ -32,6 +32,7 @@ SUB = CFG.get("subnormals", "ftz")
 STAGES = int(CFG.get("stages", 0))
 SEED = int(CFG.get("seed", 1))
 PER_DIST = int(CFG.get("random_per_dist", 1000))
+TOTAL = int(CFG["random_total"]) if "random_total" in CFG else None
 GAPS = bool(CFG.get("gaps", True))
 REPORT = os.environ.get("MXU_TB_REPORT")  # optional JSON-lines file: one record per test
 
@@ -45,8 +46,8 @@ def _report(**record) -> None:
 async def _stream(dut, payloads: list[int], rng: np.random.Generator | None) -> list[int]:
     """Send payloads through the stream ports and return the output payloads in order.
 
-    With ``rng``: random input gaps (15 %) and random back-pressure (``o__ready`` low 30 % of the
-    cycles). Without: back-to-back beats, always ready, and each result must appear exactly STAGES
+    With ``rng`` (and STAGES > 0; a combinational MAC has no pipeline to stall): random input gaps
+    (15 %) and random back-pressure (``o__ready`` low 30 % of the cycles). Without: back-to-back beats, always ready, and each result must appear exactly STAGES
     cycles after its input. Always: no output without an input in flight, and a stalled output
     (``o__valid & ~o__ready``) keeps its payload until taken.
     """
@@ -141,7 +142,14 @@ async def random_macs(dut, dist):
     seed = SEED + sum(map(ord, dist))
     dut._log.info(f"seed={seed} (MXU_TB_CONFIG seed {SEED}, distribution {dist})")
     rng = np.random.default_rng(seed)
-    a, b, c = random_vectors(FMT, PER_DIST, rng, None if FMT == "int8" else dist)
+    count = PER_DIST
+    if TOTAL is not None:  # an exact total split over the distributions
+        names = list(DISTRIBUTIONS) if FMT != "int8" else [dist]
+        i = names.index(dist)
+        count = TOTAL // len(names) + (1 if i < TOTAL % len(names) else 0)
+    if count == 0:
+        return
+    a, b, c = random_vectors(FMT, count, rng, None if FMT == "int8" else dist)
     t0 = time.perf_counter()
     got = await _stream(dut, pack_inputs(FMT, a, b, c), rng if GAPS else None)
     dt = time.perf_counter() - t0

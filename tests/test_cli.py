@@ -1,0 +1,92 @@
+"""The ``mxu`` command: generated files and manifests, and the bad-input contract (one line on
+stderr, exit status 2, no output file)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+
+MXU = [sys.executable, "-m", "sim.cli"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(args, cwd):
+    return subprocess.run(MXU + args, cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "generate" in out and "demo" in out
+
+
+def test_generate_mxu_files_and_manifest(tmp_path):
+    r = run(["generate", "--rows", "3", "--cols", "2", "--fmt", "int8", "--stages", "1", "-o", "out"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = json.loads((tmp_path / "out" / "mxu.json").read_text())
+    assert info["parameters"] == {"rows": 3, "cols": 2, "fmt": "int8", "subnormals": "ftz", "stages": 1}
+    assert info["latency_cycles"] == 3 * 1 + 2 - 1
+    ports = {p["name"]: p for p in info["ports"]}
+    assert ports["act__payload"]["width_bits"] == 3 * 8 + 2 * 32 + 1
+    assert ports["wgt__payload"]["width_bits"] == 2 * 8
+    assert ports["out__payload"]["width_bits"] == 2 * 32
+    assert ports["out__valid"]["direction"] == "output" and ports["act__valid"]["direction"] == "input"
+    assert all(p["meaning"] for p in info["ports"])
+    assert info["modules"] == ["mxu_pe", "mxu_row", "mxu"]
+    text = (tmp_path / "out" / "mxu.v").read_text()
+    assert text.count("\nmodule mxu_pe(") + text.startswith("module mxu_pe(") == 1
+    assert text.count("mxu_pe pe_") == 2          # one row module with C = 2 PE instances
+    assert text.count("mxu_row row_") == 3        # R = 3 row instances
+    assert "verilator" in json.dumps(info["tools"]) and info["project"]["name"] == "open-mxu"
+
+
+def test_generate_preset_and_toml_override(tmp_path):
+    (tmp_path / "c.toml").write_text('preset_ignored = 1\n')
+    r = run(["generate", "--config", "c.toml", "-o", "x"], tmp_path)
+    assert r.returncode == 2 and "unknown keys preset_ignored" in r.stderr and not (tmp_path / "x").exists()
+    (tmp_path / "c.toml").write_text('rows = 2\ncols = 5\nfmt = "fp8_e4m3fn"\n')
+    r = run(["generate", "--config", "c.toml", "--cols", "3", "-o", "x"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["parameters"] == {"rows": 2, "cols": 3, "fmt": "fp8_e4m3fn", "subnormals": "ftz",
+                                                  "stages": 2}
+    r = run(["generate", "--preset", "tpu-v1-int8-8x8", "-o", "y"], tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["parameters"]["fmt"] == "int8"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["generate", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer, not '0'"),
+    (["generate", "--cols", "-1", "-o", "o"], "argument --cols: must be a positive integer, not '-1'"),
+    (["generate", "--fmt", "fp16", "-o", "o"], "argument --fmt: invalid choice: 'fp16'"),
+    (["generate", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 4; got 0"),
+    (["generate", "--stages", "9", "--block", "mac", "-o", "o"], "stages must be an integer from 0 to 4; got 9"),
+    (["generate", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
+    (["generate", "--config", "missing.toml", "-o", "o"], "--config missing.toml: no such file"),
+    (["generate", "--block", "mac", "--rows", "4", "-o", "o"], "--rows does not apply to --block mac"),
+    (["generate", "--name", "9x", "-o", "o"], "--name '9x' is not a Verilog identifier"),
+    (["generate", "-o", ""], "must name a folder"),
+    (["generate", "--bogus", "-o", "o"], "unrecognized arguments: --bogus"),
+    (["demo", "--seed", "-3"], "argument --seed: must be an integer from 0 to"),
+    (["demo", "--vectors", "0"], "argument --vectors: must be a positive integer"),
+    (["demo", "--sim", "modelsim"], "argument --sim: invalid choice: 'modelsim'"),
+    ([], "the following arguments are required: COMMAND"),
+])
+def test_bad_input_one_line_exit_2_no_output(tmp_path, args, message):
+    r = run(args, tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("mxu: error: ") and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_no_partial_output_when_a_target_is_a_folder(tmp_path):
+    (tmp_path / "o" / "mxu.json").mkdir(parents=True)
+    r = run(["generate", "--rows", "2", "--cols", "2", "-o", "o"], tmp_path)
+    assert r.returncode == 2 and "mxu.json exists there and is a folder" in r.stderr
+    assert not (tmp_path / "o" / "mxu.v").exists()
