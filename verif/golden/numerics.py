@@ -1,6 +1,6 @@
 """Golden numerics: host conversions into the input formats and the fused bf16 MAC.
 
-Everything here is vectorized numpy and bit-exact with the RTL. The rules (DESIGN.md, "Numerics
+Everything here is vectorized numpy and bit-exact with the RTL. The rules (README.md, "Numerics
 contract"):
 
 * A MAC is ``acc <- RNE_fp32(acc + a*b)``: the product of two bf16 values is exact (8 x 8-bit
