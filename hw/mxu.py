@@ -49,6 +49,7 @@ from amaranth.lib.wiring import In, Out
 from .arith.formats import BF16, FP32, INT32, Format, Subnormals, operand_layout
 from .arith.fp8_decode import decode_fp8
 from .arith.mac import MAX_STAGES
+from .config import check_choice, check_int
 from .pe import PE, PEConfig
 
 __all__ = ["MXUConfig", "MXU", "MXURow", "PRESETS"]
@@ -76,18 +77,11 @@ class MXUConfig:
     stages: int = 2
 
     def __post_init__(self):
-        for name in ("rows", "cols"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
-        allowed = [f.value for f in Format]
-        if self.fmt not in allowed:
-            raise ValueError(f"fmt must be one of {', '.join(allowed)}; got {self.fmt!r}")
-        allowed = [s.value for s in Subnormals]
-        if self.subnormals not in allowed:
-            raise ValueError(f"subnormals must be one of {', '.join(allowed)}; got {self.subnormals!r}")
-        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 1 <= self.stages <= MAX_STAGES:
-            raise ValueError(f"stages must be an integer from 1 to {MAX_STAGES}; got {self.stages!r}")
+        check_int("rows", self.rows, 1)
+        check_int("cols", self.cols, 1)
+        check_choice("fmt", self.fmt, Format)
+        check_choice("subnormals", self.subnormals, Subnormals)
+        check_int("stages", self.stages, 1, MAX_STAGES)
 
     # ---- derived ---------------------------------------------------------------------------
     @property
@@ -306,7 +300,6 @@ class MXU(wiring.Component):
         cfg = self.config
         R, C, L = cfg.rows, cfg.cols, cfg.stages
         pe_cfg = cfg.pe
-        op_in = pe_cfg.operand_shape  # operand shape inside the array (bf16 or int8)
         fp8 = cfg.format in (Format.FP8_E4M3FN, Format.FP8_E5M2)
 
         def to_array(x, name):

@@ -29,6 +29,7 @@ from amaranth.lib.wiring import In, Out
 
 from .arith.formats import BF16, FP32, INT8, INT32
 from .arith.mac import MACConfig, MAX_STAGES, mac_datapath
+from .config import check_int
 
 __all__ = ["PEConfig", "PE"]
 
@@ -54,8 +55,7 @@ class PEConfig:
     def __post_init__(self):
         if self.fmt not in ("bf16", "int8"):
             raise ValueError(f"fmt must be one of bf16, int8 inside a PE; got {self.fmt!r}")
-        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 1 <= self.stages <= MAX_STAGES:
-            raise ValueError(f"stages must be an integer from 1 to {MAX_STAGES}; got {self.stages!r}")
+        check_int("stages", self.stages, 1, MAX_STAGES)
         MACConfig(self.fmt, self.subnormals, self.stages)  # validates subnormals
 
     @property

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import zlib
 
 import pytest
 
@@ -128,3 +129,10 @@ def seed(request: pytest.FixtureRequest) -> int:
     print(f"seed={value} (replay with --seed {value} or MXU_SEED={value})")
     request.node.user_properties.append(("seed", value))
     return value
+
+
+@pytest.fixture
+def pyrng(seed: int, request: pytest.FixtureRequest) -> "random.Random":
+    """A ``random.Random`` derived from this test's printed ``seed`` and its node name, so each
+    parametrized case draws its own stream and any failure replays with ``--seed``."""
+    return random.Random(seed * 1_000_003 + zlib.crc32(request.node.name.encode()))

@@ -6,9 +6,6 @@ pattern of the target format. Randomized tests print their seed (MXU_SEED=<n> re
 
 from __future__ import annotations
 
-import os
-import random
-import zlib
 from fractions import Fraction
 
 import ml_dtypes
@@ -26,18 +23,7 @@ DTYPES = {
 SRC = {"float32": (np.float32, np.uint32, FP32), "float64": (np.float64, np.uint64, FP64)}
 
 
-def get_seed(request) -> int:
-    """The project's `seed` fixture if a conftest provides one, else MXU_SEED or a random one (printed)."""
-    try:
-        return int(request.getfixturevalue("seed"))
-    except pytest.FixtureLookupError:
-        s = int(os.environ.get("MXU_SEED", random.randrange(2**32)))
-        print(f"MXU_SEED={s}")
-        return s
 
-
-def make_rng(request) -> random.Random:
-    return random.Random(get_seed(request) * 1_000_003 + zlib.crc32(request.node.name.encode()))
 
 
 def to_bits(x, fmt, *, saturate=False, **kw):
@@ -255,8 +241,8 @@ CONV_PARAMS = [(d, s, sat) for d in DTYPES for s in SRC for sat in ((False,) if 
 
 
 @pytest.mark.parametrize("dst, src, saturate", CONV_PARAMS, ids=[f"{s}->{d}-sat{sat}" for d, s, sat in CONV_PARAMS])
-def test_random_against_reference(request, dst, src, saturate):
-    rnd = make_rng(request)
+def test_random_against_reference(pyrng, dst, src, saturate):
+    rnd = pyrng
     dfmt, sfmt = DTYPES[dst][2], SRC[src][2]
     pats = _boundary_values(rnd, dfmt, sfmt, 3000) + _uniform_src(rnd, sfmt, dfmt, 1500)
     out = to_bits(src_array(pats, src, bits=True), dst, saturate=saturate).tolist()

@@ -6,9 +6,6 @@ Bit-exact: results are compared as fp32 bit patterns; the golden model's NaN mus
 
 from __future__ import annotations
 
-import os
-import random
-import zlib
 
 import ml_dtypes
 import numpy as np
@@ -35,19 +32,7 @@ N_RANDOM = 8000  # per distribution per mode (the Fraction reference costs ~35 u
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def get_seed(request) -> int:
-    """The project's `seed` fixture if a conftest provides one, else MXU_SEED or a random one (printed)."""
-    try:
-        return int(request.getfixturevalue("seed"))
-    except pytest.FixtureLookupError:
-        s = int(os.environ.get("MXU_SEED", random.randrange(2**32)))
-        print(f"MXU_SEED={s}")
-        return s
 
-
-def make_rng(request) -> random.Random:
-    seed = get_seed(request)
-    return random.Random(seed * 1_000_003 + zlib.crc32(request.node.name.encode()))
 
 
 def f32_arr(bits):
@@ -349,8 +334,8 @@ GENERATORS = {"uniform": gen_uniform, "boundary": gen_boundary, "cancel": gen_ca
 
 @pytest.mark.parametrize("dist", list(GENERATORS))
 @pytest.mark.parametrize("mode", MODES)
-def test_mac_random(request, mode, dist):
-    rnd = make_rng(request)
+def test_mac_random(pyrng, mode, dist):
+    rnd = pyrng
     cases = GENERATORS[dist](rnd, N_RANDOM)
     check_mac(cases, mode, f"random {dist}:")
 
@@ -382,8 +367,8 @@ def _numpy_mac_when_exact(acc_bits, a_bits, b_bits, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_reference_vs_numpy_when_exact(request, mode):
-    rnd = make_rng(request)
+def test_reference_vs_numpy_when_exact(pyrng, mode):
+    rnd = pyrng
     cases = gen_boundary(rnd, 1500) + gen_cancel(rnd, 1500) + gen_uniform(rnd, 1000) + [c[1:4] for c in CORNER]
     r, exact = _numpy_mac_when_exact([c[0] for c in cases], [c[1] for c in cases], [c[2] for c in cases], mode)
     n_checked = 0
@@ -447,8 +432,8 @@ def golden_matmul_bits(a_bits, b_bits, c_bits, fmt, mode):
 
 @pytest.mark.parametrize("fmt", list(FMT_DTYPES))
 @pytest.mark.parametrize("mode", MODES)
-def test_matmul_random(request, fmt, mode):
-    rnd = make_rng(request)
+def test_matmul_random(pyrng, fmt, mode):
+    rnd = pyrng
     bad = []
     for trial in range(40):
         specials = trial % 2 == 1
@@ -596,8 +581,8 @@ def test_matmul_int8_wraparound():
     assert golden_matmul_int8([[-128, -128]], [[-128], [-128]], None).tolist() == [[32768]]
 
 
-def test_matmul_int8_random(request):
-    rnd = make_rng(request)
+def test_matmul_int8_random(pyrng):
+    rnd = pyrng
     for trial in range(40):
         M, K, N = rnd.randint(1, 5), rnd.randint(1, 16), rnd.randint(1, 5)
         a = [[rnd.randint(-128, 127) for _ in range(K)] for _ in range(M)]

@@ -9,7 +9,7 @@ import pytest
 
 from hw.generate import mxu_verilog
 from hw.mxu import MXUConfig
-from sim.runner import build_root, generate_verilog, run_cocotb
+from sim.runner import generate_verilog, run_cocotb
 
 
 def run_mxu(cfg: MXUConfig, simulator: str, seed: int, tiles, gemm=None, report=None):

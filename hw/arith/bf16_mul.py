@@ -4,7 +4,7 @@ The product of two bf16 values has at most 16 significant bits and an exponent i
 is carried exactly to the fp32 adder (:mod:`.fp32_add`), which then rounds once (fused MAC).
 """
 
-from amaranth import Module, Mux, Cat, Const, Signal
+from amaranth import Module, Mux, Cat, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 

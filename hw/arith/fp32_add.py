@@ -54,12 +54,10 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     c_emax = acc.exponent == 0xFF
     c_nan = c_emax & (acc.mantissa != 0)
     c_inf = c_emax & (acc.mantissa == 0)
-    if ftz:
-        c_zero = c_ezero                      # DAZ: subnormal reads as zero of its sign
+    if ftz:                                   # DAZ: a subnormal reads as zero of its sign
         c_sig = Mux(c_ezero, 0, Cat(acc.mantissa, Const(1, 1)))
         c_exp = Mux(c_ezero, ZERO_EXP, acc.exponent - 127)
     else:
-        c_zero = c_ezero & (acc.mantissa == 0)
         c_sig = Cat(acc.mantissa, ~c_ezero)   # subnormal: hidden 0 at exponent -126
         c_exp = Mux(c_ezero, _EMIN, acc.exponent - 127)
     p_sig = Cat(Const(0, 8), prod.sig)       # 24 bits, bit 23 <-> 2**prod.exp

@@ -13,6 +13,7 @@ from amaranth import EnableInserter, Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..config import check_choice, check_int
 from .bf16_mul import bf16_multiply
 from .formats import BF16, FP32, Format, Product, Subnormals, accumulator_layout, operand_layout
 from .fp8_decode import decode_fp8
@@ -59,14 +60,9 @@ class MACConfig:
     stages: int = 0
 
     def __post_init__(self):
-        allowed_fmt = [f.value for f in Format]
-        if self.fmt not in allowed_fmt:
-            raise ValueError(f"fmt must be one of {', '.join(allowed_fmt)}; got {self.fmt!r}")
-        allowed_sub = [s.value for s in Subnormals]
-        if self.subnormals not in allowed_sub:
-            raise ValueError(f"subnormals must be one of {', '.join(allowed_sub)}; got {self.subnormals!r}")
-        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 0 <= self.stages <= MAX_STAGES:
-            raise ValueError(f"stages must be an integer from 0 to {MAX_STAGES}; got {self.stages!r}")
+        check_choice("fmt", self.fmt, Format)
+        check_choice("subnormals", self.subnormals, Subnormals)
+        check_int("stages", self.stages, 0, MAX_STAGES)
 
     @property
     def format(self) -> Format:
@@ -166,7 +162,7 @@ class MAC(wiring.Component):
             "i__valid": "input beat valid",
             "i__ready": ("input beat accepted (= o__ready; combinational MAC)" if cfg.stages == 0
                          else "input beat accepted (o__ready | ~o__valid: the pipeline advances)"),
-            "o__payload": (f"int32 result c + a*b, two's-complement wrap" if cfg.fmt == "int8" else
+            "o__payload": ("int32 result c + a*b, two's-complement wrap" if cfg.fmt == "int8" else
                            f"fp32 result RNE(c + a*b), one rounding, subnormals {cfg.subnormals}"),
             "o__valid": "result valid",
             "o__ready": "consumer ready; low stalls the whole pipeline",
