@@ -8,14 +8,27 @@ __all__ = ["leading_zeros", "shift_right_jam"]
 def leading_zeros(x: Value, width: int) -> Value:
     """Count of leading zero bits of the ``width``-bit value ``x`` (``width`` when x == 0).
 
-    Written as a priority chain from the LSB up (the highest set bit wins). Measured with
-    ``synth_ecp5`` on the bf16 MAC, ABC maps this chain smaller than an explicit recursive LZC tree
-    (873 vs 919 LUT4 for the whole MAC). Result width: ``width.bit_length()`` bits.
+    The leading one is isolated as a one-hot vector (a prefix OR from the MSB down), then each bit of
+    the count is the OR of the one-hot positions whose count has that bit set. Measured with
+    ``synth_ecp5`` on the bf16 MAC (ftz, 2 stages): 811 LUT4, against 873 for a priority chain of
+    muxes and 919 for a recursive LZC tree. Result width: ``width.bit_length()`` bits.
     """
-    count = Const(width, width.bit_length())
-    for i in range(width):
-        count = Mux(x[i], width - 1 - i, count)
-    return count
+    nbits = width.bit_length()
+    seen = Const(0, 1)
+    onehot = []
+    for i in reversed(range(width)):          # from the MSB down
+        onehot.append(x[i] & ~seen)            # onehot[k] <-> k leading zeros
+        seen = seen | x[i]
+    bits = []
+    for b in range(nbits):
+        terms = [onehot[k] for k in range(width) if (k >> b) & 1]
+        if (width >> b) & 1:
+            terms.append(~seen)                # x == 0 counts width
+        acc = Const(0, 1)
+        for t in terms:
+            acc = acc | t
+        bits.append(acc)
+    return Cat(*bits)
 
 
 def shift_right_jam(x: Value, width: int, amount: Value, max_shift: int) -> Value:
