@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from amaranth.hdl import Shape
 from amaranth.lib import wiring
@@ -73,4 +74,8 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     head = pe_text.index(f"module {pe_name}(")
     body = pe_text.index(";\n", head) + 2
     pe_text = pe_text[:body] + "  /*verilator hier_block*/\n" + pe_text[body:]
+    # Amaranth marks every converted module (* top = 1 *); only the real top may keep it, or Yosys's
+    # `hierarchy` picks the PE as the top and deletes the array.
+    pe_text = re.sub(r"\(\* top = +1 +\*\)\n", "", pe_text)
+    row_text = re.sub(r"\(\* top = +1 +\*\)\n", "", row_text)
     return "\n".join((pe_text, row_text, top_text))

@@ -162,17 +162,19 @@ PRESETS: dict[str, MXUConfig] = {
 RAM_DELAY_MIN = 4
 
 
-def _delay(m: Module, value, steps: int, name: str) -> Value:
-    """``value`` delayed by ``steps`` clock-enabled steps (data without reset); returns the output.
+def _delay(m: Module, value, steps: int, name: str, *, control: bool = False) -> Value:
+    """``value`` delayed by ``steps`` clock-enabled steps; returns the output.
 
-    Short delays are register chains. From :data:`RAM_DELAY_MIN` steps on, a ring buffer: a memory
-    of ``steps - 1`` entries written and read (read-before-write, synchronous) at one pointer, whose
-    read register is the last stage. Both obey the enclosing ``EnableInserter``.
+    Data (``control=False``): short delays are register chains without reset; from
+    :data:`RAM_DELAY_MIN` steps on, a ring buffer: a memory of ``steps - 1`` entries written and read
+    (read-before-write, synchronous) at one pointer, whose read register is the last stage.
+    Control bits (``control=True``: swap, commit) are always a register chain with a reset to 0, so a
+    reset in the middle of a tile leaves no stale strobe in flight. Both obey ``EnableInserter``.
     """
     value = Value.cast(value)
-    if steps < RAM_DELAY_MIN:
+    if control or steps < RAM_DELAY_MIN:
         for i in range(steps):
-            reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=True)
+            reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=not control)
             m.d.sync += reg.eq(value)
             value = reg
         return value
@@ -356,14 +358,14 @@ class MXU(wiring.Component):
             m.d.comb += [
                 p_net[0][c * acc_w:(c + 1) * acc_w].eq(_delay(m, self.act.payload.c[c], c, f"skew_c{c}")),
                 w_net[0][c * op_w:(c + 1) * op_w].eq(to_array(self.wgt.payload[c], f"w_dec_{c}")),
-                k_net[0][c].eq(_delay(m, commit, c, f"commit_top{c}")),
+                k_net[0][c].eq(_delay(m, commit, c, f"commit_top{c}", control=True)),
             ]
         # Left edge (decode, row r delayed r*L steps; bubbles carry swap = 0) and the rows.
         for r in range(R):
             a = to_array(self.act.payload.a[r], f"a_dec_{r}")
             ports = dict(
                 en=advance, w_shift=w_shift,
-                a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=_delay(m, swap, r * L, f"skew_swap{r}"),
+                a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=_delay(m, swap, r * L, f"skew_swap{r}", control=True),
                 psum_in=p_net[r], psum_out=p_net[r + 1], w_in=w_net[r], w_out=w_net[r + 1],
                 commit_in=k_net[r], commit_out=k_net[r + 1],
             )

@@ -119,6 +119,6 @@ class PE(wiring.Component):
             self.commit_out.eq(self.commit_in),
         ]
         m.d.comb += self.w_out.eq(transport)
-        result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, 1)
+        result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, None)
         m.d.comb += self.psum_out.eq(result)
         return EnableInserter(self.en)(m)

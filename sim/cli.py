@@ -36,7 +36,7 @@ def _stages(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer from 0 to 4, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be an integer (MXU 1..4, MAC 0..4), not {text!r}") from None
     return value
 
 
@@ -168,14 +168,20 @@ def _project_info() -> dict:
     return {"name": "open-mxu", "version": version, "git_commit": commit}
 
 
-def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
-    """Write ``files`` (name -> text or source path) into ``out`` all-or-nothing: everything goes
-    to a temporary folder first and is then moved into place."""
+def _check_out_dir(out: Path, names) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
-    for name in files:
+    for name in names:
         if (out / name).is_dir():
             raise UsageError(f"--out {out}: {name} exists there and is a folder")
+
+
+def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
+    """Write ``files`` (name -> text or source path) into ``out`` all-or-nothing: everything goes
+    to a temporary folder first and is then moved into place; a folder this call created is
+    removed again when writing fails."""
+    _check_out_dir(out, files)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".mxu-", dir=out))
@@ -190,6 +196,9 @@ def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
         for name in files:
             os.replace(tmp / name, out / name)
     except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
         raise UsageError(f"--out {out}: cannot write: {e.strerror}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -222,12 +231,13 @@ def _cmd_generate(args) -> int:
     name = args.name or block
     if not name.isidentifier() or not name.isascii():
         raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _)")
+    _check_out_dir(args.out, [f"{name}.v", f"{name}.json"])  # before minutes of generation
     t0 = time.perf_counter()
     try:
         if block == "mac":
             for key in ("rows", "cols"):
                 if key in params:
-                    raise UsageError(f"--{key} does not apply to --block mac")
+                    raise UsageError(f"{key} does not apply to block mac (from --{key}, --preset or --config)")
             cfg = MACConfig(**{"stages": 2, **params})
         else:
             cfg = MXUConfig(**params)

@@ -16,7 +16,8 @@ from verif.mxu_stim import act_beats, random_tile, tile_expected, weight_beats
 def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000):
     """Run tiles through the Amaranth model of the MXU with the shared stream driver."""
     drv = MXUDriver(cfg.cols, [b for t in tiles for b in weight_beats(cfg.fmt, t)],
-                    [b for t in tiles for b in act_beats(cfg.fmt, t)], rng=rng)
+                    [b for t in tiles for b in act_beats(cfg.fmt, t)], rng=rng,
+                    swap_bit=cfg.rows * cfg.operand_bits + 32 * cfg.cols)
     dut = MXU(cfg)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -52,6 +53,7 @@ CASES = [
     (6, 1, "fp8_e4m3fn", "ftz", 2, [9, 1, 30]),
     (3, 3, "fp8_e5m2", "ieee", 4, [7, 2]),
     (5, 4, "int8", "ftz", 3, [2, 40, 1, 6]),
+    (6, 1, "bf16", "ftz", 4, [12, 12, 12, 16, 16]),   # commit gap (R-1)(L-1) = 15 is the bound
 ]
 
 
@@ -66,7 +68,8 @@ def test_model_equals_rtl(rows, cols, fmt, subnormals, stages, tiles, seed):
     assert np.array_equal(drv.results(), exp)
     sched = mxu_schedule(rows, cols, stages, tiles)
     assert drv.output_cycles == sched.output_cycles
-    assert drv.act_cycles[0] == sched.tiles[0].swap
+    assert drv.act_cycles == sched.act_cycles()
+    assert drv.wgt_cycles == sched.weight_cycles(rows)
 
 
 def test_random_stalls_and_gaps(seed):
@@ -78,12 +81,14 @@ def test_random_stalls_and_gaps(seed):
 
 
 def test_steady_state_is_back_to_back():
-    """Tiles of M >= 2R + C - 1 beats start exactly M cycles apart (no bubble between tiles)."""
-    for r, c, l in [(4, 4, 2), (8, 8, 2), (16, 16, 3), (5, 3, 1)]:
-        m = 2 * r + c - 1
-        s = mxu_schedule(r, c, l, [m] * 5)
-        starts = [t.swap for t in s.tiles]
-        assert all(b - a == m for a, b in zip(starts[1:], starts[2:])), (r, c, l, starts)
+    """Tiles of M >= max(2R + C - 1, (R-1)(L-1) + 1) beats start exactly M cycles apart (no bubble),
+    for every shape up to 12 x 12 and every depth; one beat fewer leaves a gap somewhere."""
+    for r in range(1, 13):
+        for c in range(1, 13):
+            for l in range(1, 5):
+                m = max(2 * r + c - 1, max(1, (r - 1) * (l - 1)) + 1)
+                starts = [t.swap for t in mxu_schedule(r, c, l, [m] * 5).tiles]
+                assert all(b - a == m for a, b in zip(starts[1:], starts[2:])), (r, c, l, starts)
 
 
 def test_cycles_against_scalesim():

@@ -18,8 +18,9 @@ is a step). Cycle 0 is the first cycle after reset. For tiles t = 0..T-1 of ``M_
     out(t, i) = s_t + i + D              output beat i of tile t leaves in this cycle
     total  = s_{T-1} + M_{T-1} + D       cycles until the last output has been taken
 
-In steady state tiles run back to back (``s_t = s_{t-1} + M_{t-1}``) whenever ``M_{t-1} >= 2R + C - 1``
-(the next tile's R weight beats and its commit fit under the current tile), so utilization
+In steady state tiles run back to back (``s_t = s_{t-1} + M_{t-1}``) whenever
+``M_{t-1} >= max(2R + C - 1, GAP + 1)`` (the next tile's R weight beats and its commit fit under the
+current tile; for L >= 3 and R > C + 1 the commit gap is the bound), so utilization
 ``sum(M_t) * R * C / (R * C * total)`` tends to 1 for long tiles.
 
 SCALE-Sim v2's weight-stationary count for comparison (Samajdar et al., "SCALE-Sim", ISPASS 2020),
@@ -60,6 +61,14 @@ class Schedule:
     @property
     def output_cycles(self) -> list[int]:
         return [c for t in self.tiles for c in t.outputs]
+
+    def act_cycles(self) -> list[int]:
+        """Cycle in which each activation beat is accepted (tile t's beat i at ``s_t + i``)."""
+        return [t.swap + i for t in self.tiles for i in range(t.rows)]
+
+    def weight_cycles(self, rows: int) -> list[int]:
+        """Cycle in which each weight beat is accepted (tile t's beat j at ``load_t + j``)."""
+        return [t.load + j for t in self.tiles for j in range(rows)]
 
 
 def mxu_schedule(rows: int, cols: int, stages: int, tile_rows: list[int]) -> Schedule:

@@ -36,6 +36,10 @@ class MXUDriver:
         rng: with a generator, each stream's valid is withheld with probability ``gap_p`` and
             ``out.ready`` is low with probability ``stall_p`` per cycle; without, everything is
             offered as early as possible and the consumer is always ready.
+        swap_bit: bit position of ``swap`` in the activation payload (``R*w + 32*C``); when given,
+            the stall rule is checked from the ports every cycle: the array stalls exactly when
+            ``out`` holds a beat the consumer does not take (then both ``ready`` are low), and an
+            offered non-swap activation beat is taken whenever the array does not stall.
     """
 
     cols: int
@@ -44,11 +48,13 @@ class MXUDriver:
     rng: np.random.Generator | None = None
     gap_p: float = 0.2
     stall_p: float = 0.3
+    swap_bit: int | None = None
     wi: int = 0
     ai: int = 0
     outputs: list[int] = field(default_factory=list)
     output_cycles: list[int] = field(default_factory=list)
     act_cycles: list[int] = field(default_factory=list)
+    wgt_cycles: list[int] = field(default_factory=list)
     _drive: Drive | None = None
     _held: int | None = None
 
@@ -67,6 +73,12 @@ class MXUDriver:
 
     def observe(self, cycle: int, wgt_ready: int, act_ready: int, out_valid: int, out_payload: int) -> None:
         d = self._drive
+        stalled = bool(out_valid and not d.out_ready)
+        if self.swap_bit is not None:
+            if stalled:
+                assert not act_ready and not wgt_ready, f"cycle {cycle}: ready high while the array stalls"
+            elif d.act_valid and not (d.act_payload >> self.swap_bit) & 1:
+                assert act_ready, f"cycle {cycle}: activation beat refused while the array does not stall"
         if self._held is not None:
             assert out_valid and out_payload == self._held, f"cycle {cycle}: a stalled output beat changed"
         self._held = out_payload if (out_valid and not d.out_ready) else None
@@ -76,6 +88,7 @@ class MXUDriver:
             self.output_cycles.append(cycle)
         if d.wgt_valid and wgt_ready:
             self.wi += 1
+            self.wgt_cycles.append(cycle)
         if d.act_valid and act_ready:
             self.ai += 1
             self.act_cycles.append(cycle)

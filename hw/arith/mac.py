@@ -103,7 +103,7 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
 
     ``a`` and ``b`` are bf16 views for every float format (fp8 is decoded by the caller, at the edge)
     or signed 8-bit values for int8; ``c`` is the 32-bit accumulator (fp32 view or int32). ``valid``
-    (1 bit) travels with the data. Returns ``(result, valid)``: 32-bit value and its valid bit,
+    (1 bit, or ``None`` for no valid bit and no valid registers) travels with the data. Returns ``(result, valid)``: 32-bit value and its valid bit,
     ``cfg.stages`` cycles later. Registers are placed at :attr:`MACConfig.cuts`.
     """
     cuts = Cuts(m, cfg.cuts)
@@ -111,9 +111,12 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
         result, valid = int8_accumulate(m, c, a, b, valid, cuts)
         for i in range(cfg.stages - len(cfg.cuts)):
             r = Signal.like(result, name=f"out_delay{i}", reset_less=True)
-            v = Signal(name=f"out_delay{i}_valid")
-            m.d.sync += [r.eq(result), v.eq(valid)]
-            result, valid = r, v
+            m.d.sync += r.eq(result)
+            if valid is not None:
+                v = Signal(name=f"out_delay{i}_valid")
+                m.d.sync += v.eq(valid)
+                valid = v
+            result = r
         return result, valid
     product = bf16_multiply(m, a, b, Subnormals(cfg.subnormals))
     s = cuts.cut("mul", product=product.as_value(), c=Value.cast(c), valid=valid)

@@ -11,7 +11,8 @@ class Cuts:
     ``cut(name, **values)`` returns the values unchanged when ``name`` is not enabled, else registers
     (``reset_less``: data registers carry no reset, so they can be absorbed into DSP pipeline
     registers) named ``<name>_<key>`` clocked in the ``sync`` domain. ``valid`` is the one value
-    that gets a reset (to 0), so no garbage is reported valid after reset.
+    that gets a reset (to 0), so no garbage is reported valid after reset. A value given as ``None``
+    passes through as ``None`` without a register.
     """
 
     def __init__(self, m: Module, enabled):
@@ -23,6 +24,9 @@ class Cuts:
             return values
         out = {}
         for key, value in values.items():
+            if value is None:  # e.g. no valid bit to carry: no register either
+                out[key] = None
+                continue
             shape = value.shape() if isinstance(value, Value) else Value.cast(value).shape()
             reg = Signal(shape, name=f"{name}_{key}", reset_less=(key != "valid"))
             self.m.d.sync += reg.eq(value)

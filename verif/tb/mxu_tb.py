@@ -40,6 +40,7 @@ TILES = [int(x) for x in CFG.get("tiles", [3, 5])]
 SPECIALS = float(CFG.get("specials", 0.03))
 GEMM = CFG.get("gemm")
 REPORT = os.environ.get("MXU_TB_REPORT")
+SWAP_BIT = R * (16 if FMT == "bf16" else 8) + 32 * C
 
 
 async def _reset(dut):
@@ -93,13 +94,16 @@ async def tiles_back_to_back(dut):
     dut._log.info(f"seed={SEED} {R}x{C} {FMT}/{SUB} stages={L} tiles={TILES}")
     rng = np.random.default_rng(SEED)
     tiles = _tiles(rng)
-    drv = MXUDriver(C, [b for t in tiles for b in weight_beats(FMT, t)], [b for t in tiles for b in act_beats(FMT, t)])
+    drv = MXUDriver(C, [b for t in tiles for b in weight_beats(FMT, t)], [b for t in tiles for b in act_beats(FMT, t)],
+                    swap_bit=SWAP_BIT)
     await _reset(dut)
     sched = mxu_schedule(R, C, L, TILES)
     await _run(dut, drv, sched.total_cycles + 100)
     _check(dut, drv.results(), np.concatenate([tile_expected(t, FMT, SUB) for t in tiles]), "back-to-back")
     assert drv.output_cycles == sched.output_cycles, (
         f"output cycles {drv.output_cycles} differ from the cycle model {sched.output_cycles}")
+    assert drv.act_cycles == sched.act_cycles(), "activation accept cycles differ from the cycle model"
+    assert drv.wgt_cycles == sched.weight_cycles(R), "weight accept cycles differ from the cycle model"
     dut._log.info(f"{sum(TILES)} beats in {sched.total_cycles} cycles, model == RTL")
 
 
@@ -109,7 +113,8 @@ async def tiles_with_stalls(dut):
     rng = np.random.default_rng(SEED + 1)
     tiles = _tiles(rng)
     drv = MXUDriver(C, [b for t in tiles for b in weight_beats(FMT, t)],
-                    [b for t in tiles for b in act_beats(FMT, t)], rng=np.random.default_rng(SEED + 2))
+                    [b for t in tiles for b in act_beats(FMT, t)], rng=np.random.default_rng(SEED + 2),
+                    swap_bit=SWAP_BIT)
     await _reset(dut)
     await _run(dut, drv, 20 * mxu_schedule(R, C, L, TILES).total_cycles + 200)
     _check(dut, drv.results(), np.concatenate([tile_expected(t, FMT, SUB) for t in tiles]), "stalls")
@@ -131,7 +136,8 @@ async def gemm(dut):
             c_in[:, :acc[nb].shape[1]] = acc[nb]
             wbeats += [pack_wgt(FMT, w_tile[r]) for r in range(R - 1, -1, -1)]
             abeats += [pack_act(FMT, R, C, a_tile[i], c_in[i], i == 0) for i in range(m)]
-        drv = MXUDriver(C, wbeats, abeats, rng=np.random.default_rng(SEED + 10 + kb), gap_p=0.1, stall_p=0.1)
+        drv = MXUDriver(C, wbeats, abeats, rng=np.random.default_rng(SEED + 10 + kb), gap_p=0.1, stall_p=0.1,
+                        swap_bit=SWAP_BIT)
         await _run(dut, drv, 50 * len(abeats) + 50 * R * len(row) + 1000)
         res = drv.results()
         acc = [res[nb * m:(nb + 1) * m, :min(C, n - nb * C)] for nb in range(len(row))]
