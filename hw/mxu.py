@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, asdict
 
-from amaranth import ClockSignal, EnableInserter, Instance, Module, Mux, ResetSignal, Signal, Value
+from amaranth import Cat, ClockSignal, EnableInserter, Instance, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib.memory import Memory
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -118,10 +118,6 @@ class MXUConfig:
         """Weight beats per tile: R (row R-1 first)."""
         return self.rows
 
-    @property
-    def pe_count(self) -> int:
-        return self.rows * self.cols
-
     def act_layout(self) -> data.StructLayout:
         """Activation stream payload: ``a`` (R operands, row 0 in the low bits), ``c`` (C 32-bit
         partial-sum inputs, column 0 low), ``swap`` (1 bit, MSB)."""
@@ -162,19 +158,29 @@ PRESETS: dict[str, MXUConfig] = {
 RAM_DELAY_MIN = 4
 
 
-def _delay(m: Module, value, steps: int, name: str, *, control: bool = False) -> Value:
-    """``value`` delayed by ``steps`` clock-enabled steps; returns the output.
+def _tapped_delay(m: Module, bit, taps: list[int], name: str) -> list[Value]:
+    """One control bit delayed by each of ``taps`` steps, from a single shift register of
+    ``max(taps)`` bits with a reset to 0 (so a reset in the middle of a tile leaves no stale strobe
+    in flight). Obeys the enclosing ``EnableInserter``."""
+    length = max(taps)
+    if length == 0:
+        return [Value.cast(bit) for _ in taps]
+    chain = Signal(length, name=name)
+    m.d.sync += chain.eq(Cat(bit, chain[:length - 1]) if length > 1 else bit)
+    return [Value.cast(bit) if d == 0 else chain[d - 1] for d in taps]
 
-    Data (``control=False``): short delays are register chains without reset; from
-    :data:`RAM_DELAY_MIN` steps on, a ring buffer: a memory of ``steps - 1`` entries written and read
-    (read-before-write, synchronous) at one pointer, whose read register is the last stage.
-    Control bits (``control=True``: swap, commit) are always a register chain with a reset to 0, so a
-    reset in the middle of a tile leaves no stale strobe in flight. Both obey ``EnableInserter``.
+
+def _delay(m: Module, value, steps: int, name: str) -> Value:
+    """``value`` (data) delayed by ``steps`` clock-enabled steps; returns the output.
+
+    Short delays are register chains without reset; from :data:`RAM_DELAY_MIN` steps on, a ring
+    buffer: a memory of ``steps - 1`` entries written and read (read-before-write, synchronous) at one
+    pointer, whose read register is the last stage. Both obey the enclosing ``EnableInserter``.
     """
     value = Value.cast(value)
-    if control or steps < RAM_DELAY_MIN:
+    if steps < RAM_DELAY_MIN:
         for i in range(steps):
-            reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=not control)
+            reg = Signal(value.shape(), name=f"{name}_d{i}", reset_less=True)
             m.d.sync += reg.eq(value)
             value = reg
         return value
@@ -352,20 +358,25 @@ class MXU(wiring.Component):
         w_net = [Signal(C * op_w, name=f"w_row{r}") for r in range(R + 1)]
         k_net = [Signal(C, name=f"commit_row{r}") for r in range(R + 1)]
 
+        # Control strobes: the swap bit reaches row r after r*L steps, the commit strobe column c
+        # after c steps; each is one tapped shift register.
+        swap_taps = _tapped_delay(m, swap, [r * L for r in range(R)], "skew_swap")
+        commit_taps = _tapped_delay(m, commit, list(range(C)), "commit_top")
+
         # Top edge: partial-sum inputs delayed c steps, weights (decoded) into the chains, commit
         # strobe delayed c steps along the top.
         for c in range(C):
             m.d.comb += [
                 p_net[0][c * acc_w:(c + 1) * acc_w].eq(_delay(m, self.act.payload.c[c], c, f"skew_c{c}")),
                 w_net[0][c * op_w:(c + 1) * op_w].eq(to_array(self.wgt.payload[c], f"w_dec_{c}")),
-                k_net[0][c].eq(_delay(m, commit, c, f"commit_top{c}", control=True)),
+                k_net[0][c].eq(commit_taps[c]),
             ]
         # Left edge (decode, row r delayed r*L steps; bubbles carry swap = 0) and the rows.
         for r in range(R):
             a = to_array(self.act.payload.a[r], f"a_dec_{r}")
             ports = dict(
                 en=advance, w_shift=w_shift,
-                a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=_delay(m, swap, r * L, f"skew_swap{r}", control=True),
+                a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=swap_taps[r],
                 psum_in=p_net[r], psum_out=p_net[r + 1], w_in=w_net[r], w_out=w_net[r + 1],
                 commit_in=k_net[r], commit_out=k_net[r + 1],
             )

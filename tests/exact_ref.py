@@ -346,31 +346,24 @@ def ref_matmul(a_bits, b_bits, c_bits=None, *, fmt: str = "bf16", subnormals: st
         raise ValueError("inner dimensions differ")
     N = len(b[0]) if b else 0
     if fmt == "int8":
-        out = []
-        for m in range(M):
-            row = []
-            for n in range(N):
-                acc = c[m][n] if c is not None else 0
-                for k in range(K):
-                    acc = wrap32(acc + a[m][k] * b[k][n])
-                row.append(acc)
-            out.append(row)
-        return out
-    if fmt == "bf16":
-        conv = lambda x: x  # noqa: E731
-    elif fmt in ("fp8_e4m3fn", "fp8_e5m2"):
-        conv = lambda x: fp8_to_bf16_bits(x, fmt)  # noqa: E731
+        def step(acc, x, y):
+            return wrap32(acc + x * y)
+    elif fmt in ("bf16", "fp8_e4m3fn", "fp8_e5m2"):
+        if fmt != "bf16":
+            a = [[fp8_to_bf16_bits(v, fmt) for v in row] for row in a]
+            b = [[fp8_to_bf16_bits(v, fmt) for v in row] for row in b]
+
+        def step(acc, x, y):
+            return ref_mac(acc, x, y, subnormals)
     else:
         raise ValueError(f"bad fmt {fmt!r}")
-    a = [[conv(v) for v in row] for row in a]
-    b = [[conv(v) for v in row] for row in b]
     out = []
     for m in range(M):
         row = []
         for n in range(N):
             acc = c[m][n] if c is not None else 0
             for k in range(K):
-                acc = ref_mac(acc, a[m][k], b[k][n], subnormals)
+                acc = step(acc, a[m][k], b[k][n])
             row.append(acc)
         out.append(row)
     return out

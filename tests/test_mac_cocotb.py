@@ -1,9 +1,9 @@
 """cocotb regression of the generated MAC Verilog on Verilator and Icarus.
 
 Per simulator and configuration: the corner-case product (every special operand pairing) and
-``random_per_dist`` random MACs from each of the five distributions (four per int8), with random
-input gaps, compared bit for bit with the golden model. Default: 4,000 per distribution = 20,000
-random MACs per format, subnormal mode and simulator; ``--soak`` multiplies that by 10.
+20,000 random MACs (5,000 at depths 0 and 4) split over the five distributions (one for int8),
+with random input gaps and back-pressure, compared bit for bit with the golden model; ``--soak``
+multiplies the count by 10.
 """
 
 import json
@@ -12,7 +12,6 @@ import pytest
 
 from hw.arith import MAC, MACConfig
 from sim.runner import generate_verilog, run_cocotb
-from verif.vectors import DISTRIBUTIONS
 
 CONFIGS = [
     MACConfig("bf16", "ftz", 2),
@@ -26,7 +25,7 @@ CONFIGS = [
     MACConfig("bf16", "ftz", 0),
     MACConfig("bf16", "ieee", 4),
 ]
-DEFAULT_PER_DIST = 4000
+DEFAULT_RANDOM = 20000  # random MACs per format, subnormal mode and simulator at depth 2
 
 
 def _id(cfg):
@@ -35,19 +34,19 @@ def _id(cfg):
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
-def test_mac(cfg, simulator, seed, soak):
-    per_dist = DEFAULT_PER_DIST * (10 if soak else 1)
-    if cfg.stages != 2:
-        per_dist //= 4  # extra depths: fewer vectors, same corner cases
-    n_random = per_dist * (len(DISTRIBUTIONS) if cfg.fmt != "int8" else 1)
-    if cfg.fmt == "int8":
-        per_dist *= len(DISTRIBUTIONS)  # one distribution, same total
-        n_random = per_dist
+def test_mac(cfg, simulator, seed, soak, tmp_path):
+    n_random = (DEFAULT_RANDOM if cfg.stages == 2 else DEFAULT_RANDOM // 4) * (10 if soak else 1)
     verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
+    report = tmp_path / "report.jsonl"
     env = {"MXU_TB_CONFIG": json.dumps({"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages,
-                                        "seed": seed, "random_per_dist": per_dist, "gaps": True})}
+                                        "seed": seed, "random_total": n_random, "gaps": True}),
+           "MXU_TB_REPORT": str(report)}
     result = run_cocotb([verilog], "mac", "verif.tb.mac_tb", simulator=simulator, env=env)
-    n_tests = 1 + (len(DISTRIBUTIONS) if cfg.fmt != "int8" else 1)
     print(f"{simulator} {_id(cfg)}: {n_random} random MACs + corners, seed {seed}, "
           f"build {result.build_s:.1f} s, test {result.test_s:.1f} s")
-    assert (result.passed, result.failed) == (n_tests, 0), result.log_tail()
+    assert result.failed == 0, result.log_tail()
+    # The testbench's own records prove the vectors ran (a skipped cocotb test counts as passed).
+    records = [json.loads(line) for line in report.read_text().splitlines()]
+    assert "corner" in {r["test"] for r in records}
+    assert sum(r["vectors"] for r in records if r["test"] != "corner") == n_random
+    assert all(r["mismatches"] == 0 for r in records)

@@ -1,9 +1,11 @@
 """Amaranth-simulator tests of the MXU (real PE submodules): bit-exact results and the cycle model
 equal to the RTL cycle by cycle over many shapes, depths and tile mixes; stalls; config errors."""
 
+import re
+
 import numpy as np
 import pytest
-from amaranth import Value
+from amaranth import ResetInserter, Signal, Value
 from amaranth.sim import Simulator
 
 from hw.mxu import MXU, MXUConfig, PRESETS
@@ -13,16 +15,33 @@ from verif.mxu_driver import MXUDriver
 from verif.mxu_stim import act_beats, random_tile, tile_expected, weight_beats
 
 
-def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000):
-    """Run tiles through the Amaranth model of the MXU with the shared stream driver."""
+def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000, garbage_cycles=0):
+    """Run tiles through the Amaranth model of the MXU with the shared stream driver.
+
+    With ``garbage_cycles``: first drive that many cycles of random traffic (swap beats, weight
+    beats, stalls), then assert the synchronous reset for one cycle; cycle 0 is the cycle after it.
+    """
     drv = MXUDriver(cfg.cols, [b for t in tiles for b in weight_beats(cfg.fmt, t)],
                     [b for t in tiles for b in act_beats(cfg.fmt, t)], rng=rng,
                     swap_bit=cfg.rows * cfg.operand_bits + 32 * cfg.cols)
     dut = MXU(cfg)
-    sim = Simulator(dut)
+    reset = Signal()
+    sim = Simulator(ResetInserter(reset)(dut))
     sim.add_clock(1e-8)
 
     async def tb(ctx):
+        if garbage_cycles:
+            junk = np.random.default_rng(7)
+            for _ in range(garbage_cycles):
+                ctx.set(dut.wgt.valid, 1)
+                ctx.set(Value.cast(dut.wgt.payload), int(junk.integers(0, 2**31)))
+                ctx.set(dut.act.valid, 1)
+                ctx.set(Value.cast(dut.act.payload), int(junk.integers(0, 2**62)) | (1 << drv.swap_bit))
+                ctx.set(dut.out.ready, int(junk.integers(0, 2)))
+                await ctx.tick()
+            ctx.set(reset, 1)
+            await ctx.tick()
+            ctx.set(reset, 0)
         for cycle in range(limit):
             if drv.done:
                 return
@@ -70,6 +89,18 @@ def test_model_equals_rtl(rows, cols, fmt, subnormals, stages, tiles, seed):
     assert drv.output_cycles == sched.output_cycles
     assert drv.act_cycles == sched.act_cycles()
     assert drv.wgt_cycles == sched.weight_cycles(rows)
+
+
+def test_reset_mid_tile_leaves_nothing_in_flight(seed):
+    """Reset while swap/commit strobes, weights and results are in flight: afterwards the array
+    behaves exactly as from power-up (results and every cycle as the model predicts)."""
+    cfg = MXUConfig(4, 3, "bf16", "ftz", 2)
+    rng = np.random.default_rng(seed)
+    ts = [random_tile("bf16", 4, 3, m, rng) for m in (6, 2, 9)]
+    drv = simulate(cfg, ts, garbage_cycles=23)
+    assert np.array_equal(drv.results(), np.concatenate([tile_expected(t, "bf16", "ftz") for t in ts]))
+    sched = mxu_schedule(4, 3, 2, [6, 2, 9])
+    assert drv.output_cycles == sched.output_cycles and drv.wgt_cycles == sched.weight_cycles(4)
 
 
 def test_random_stalls_and_gaps(seed):
@@ -128,6 +159,12 @@ def test_pe_config_errors():
         PEConfig("fp8_e4m3fn")
 
 
-def test_presets_valid():
-    assert PRESETS["tpu-v1-int8-8x8"] == MXUConfig(8, 8, "int8", "ftz", 2)
-    assert PRESETS["tpu-v3-bf16-128x128"].pe_count == 128 * 128
+def test_preset_names_match_their_configs():
+    """Each preset's name states its format, subnormal mode (when ieee) and R x C; a typo in the
+    table would give a user something other than what the name promises."""
+    tokens = {"int8": "int8", "bf16": "bf16", "fp8_e4m3fn": "fp8-e4m3", "fp8_e5m2": "fp8-e5m2"}
+    for name, cfg in PRESETS.items():
+        rows, cols = map(int, re.search(r"(\d+)x(\d+)$", name).groups())
+        assert (rows, cols) == (cfg.rows, cfg.cols), name
+        assert tokens[cfg.fmt] in name, name
+        assert ("ieee" in name) == (cfg.subnormals == "ieee"), name

@@ -30,7 +30,7 @@ minus 1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import ceil
 
 __all__ = ["TileTiming", "Schedule", "mxu_schedule", "gemm_tiles", "gemm_cycles", "scalesim_ws_cycles",
@@ -56,7 +56,6 @@ class Schedule:
     latency_cycles: int
     gap_cycles: int
     hold_cycles: int
-    busy_beats: int = field(default=0)
 
     @property
     def output_cycles(self) -> list[int]:
@@ -105,7 +104,7 @@ def mxu_schedule(rows: int, cols: int, stages: int, tile_rows: list[int]) -> Sch
         load = k + HOLD
         prev_s, prev_m = s, mt
     total = prev_s + prev_m + D
-    return Schedule(tuple(tiles), total, D, GAP, HOLD, sum(tile_rows))
+    return Schedule(tuple(tiles), total, D, GAP, HOLD)
 
 
 def gemm_tiles(m: int, k: int, n: int, rows: int, cols: int) -> list[tuple[int, int]]:

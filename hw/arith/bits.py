@@ -9,9 +9,9 @@ def leading_zeros(x: Value, width: int) -> Value:
     """Count of leading zero bits of the ``width``-bit value ``x`` (``width`` when x == 0).
 
     The leading one is isolated as a one-hot vector (a prefix OR from the MSB down), then each bit of
-    the count is the OR of the one-hot positions whose count has that bit set. Measured with
-    ``synth_ecp5`` on the bf16 MAC (ftz, 2 stages): 811 LUT4, against 873 for a priority chain of
-    muxes and 919 for a recursive LZC tree. Result width: ``width.bit_length()`` bits.
+    the count is the OR of the one-hot positions whose count has that bit set (for the 2-stage bf16
+    MAC this mapped smaller on ECP5 than a priority chain of muxes or a recursive LZC tree; see
+    ``bench/mac_area.py`` for the current figure). Result width: ``width.bit_length()`` bits.
     """
     nbits = width.bit_length()
     seen = Const(0, 1)
@@ -38,8 +38,7 @@ def shift_right_jam(x: Value, width: int, amount: Value, max_shift: int) -> Valu
     quotient and bit 0 is set whenever anything non-zero was lost, which is what a later
     round-to-nearest-even needs (guard/round/sticky). ``amount`` saturates at ``max_shift`` (any
     larger shift leaves only the sticky bit). The sticky bit comes from a thermometer mask of
-    ``amount`` rather than a ``width + max_shift``-bit shifter (887 -> 873 LUT4 for the bf16 MAC on
-    ECP5). Returns a ``width``-bit value.
+    ``amount`` rather than a ``width + max_shift``-bit shifter. Returns a ``width``-bit value.
     """
     m_amt = Mux(amount > max_shift, max_shift, amount)
     kept = (x >> m_amt)[:width]

@@ -83,11 +83,6 @@ class MACConfig:
         return 16 if self.format is Format.BF16 else 8
 
     @property
-    def acc_bits(self) -> int:
-        """Width of the accumulator in bits (32: fp32 or int32)."""
-        return 32
-
-    @property
     def cuts(self) -> tuple[str, ...]:
         """Names of the cut points that carry a register stage."""
         return (FLOAT_CUTS_BY_STAGES if self.is_float else INT8_CUTS_BY_STAGES)[self.stages]

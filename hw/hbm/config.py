@@ -291,26 +291,6 @@ class HBMConfig:
                 "bank": self.banks_per_group, "row": self.rows, "column": self.columns}
 
     @property
-    def channel_bits(self) -> int:
-        return self.field_bits["channel"]
-
-    @property
-    def bank_group_bits(self) -> int:
-        return self.field_bits["bank_group"]
-
-    @property
-    def bank_bits(self) -> int:
-        return self.field_bits["bank"]
-
-    @property
-    def row_bits(self) -> int:
-        return self.field_bits["row"]
-
-    @property
-    def column_bits(self) -> int:
-        return self.field_bits["column"]
-
-    @property
     def address_bits(self) -> int:
         """Width of a byte address: sum of the field widths plus ``offset_bits``."""
         return sum(self.field_bits.values()) + self.offset_bits
