@@ -200,6 +200,9 @@ class HBMConfig:
         page_policy: "open" or "closed" (:class:`PagePolicy` values).
         address_mapping: ordering of ``channel``, ``bank_group``, ``bank``, ``row``, ``column``,
             most significant first, above the byte offset inside a burst.
+        tag_bits: width of the request tag returned with read data, 1..16 bits.
+        age_cap_cycles: a request waiting this many cycles switches the scheduler of its
+            pseudo-channel to oldest-first until it is served (starvation bound), 1..65535 cycles.
 
     Byte addresses are burst aligned (the low ``offset_bits`` bits are zero).
 
@@ -219,6 +222,8 @@ class HBMConfig:
     max_refresh_postpone: int = 8
     page_policy: str = "open"
     address_mapping: tuple[str, ...] = ("row", "bank", "bank_group", "channel", "column")
+    tag_bits: int = 8
+    age_cap_cycles: int = 512
 
     def __post_init__(self):
         _check_pow2("pseudo_channels", self.pseudo_channels)
@@ -241,6 +246,8 @@ class HBMConfig:
         check_int("queue_depth", self.queue_depth, 1, 256)
         check_int("max_refresh_postpone", self.max_refresh_postpone, 0, 8)
         check_choice("page_policy", self.page_policy, PagePolicy)
+        check_int("tag_bits", self.tag_bits, 1, 16)
+        check_int("age_cap_cycles", self.age_cap_cycles, 1, 65535)
         mapping = self.address_mapping
         if isinstance(mapping, list):
             mapping = tuple(mapping)

@@ -1,0 +1,322 @@
+"""Cycle-by-cycle harness for one pseudo-channel controller, shared by the Amaranth and cocotb tests.
+
+Per clock cycle the simulator glue reads the controller's outputs (:class:`Pins`) and calls
+:meth:`PCHarness.step`, which returns the inputs to drive in the same cycle (:class:`Drive`). The
+harness
+
+* passes every command to the :class:`~verif.hbm_device.HBMDevice` (which checks every JEDEC rule
+  and fails the test at once on a violation), delivers write data at WR + CWL and returns read data
+  at RD + CL;
+* offers the request list in order on ``req`` (with random pauses when given a generator) and takes
+  responses on ``rsp`` (with random back-pressure);
+* keeps a shadow memory: a read must return the bytes of every write accepted before it and of no
+  write accepted after it (the controller's ordering contract), compared at the response;
+* records per-request latency ``(kind, refresh_blocked, write, cycles, addr)`` (accept -> response
+  transfer for reads, accept -> WR on the pins for writes,
+  classified by the bank state the request found: row hit, closed bank, row conflict, and whether a
+  refresh was in progress), data-bus busy cycles, and refresh statistics.
+
+Everything fails with ``AssertionError`` (the checker's :class:`TimingViolation` is one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hw.hbm.config import HBMConfig
+from hw.hbm.controller import ColCmd, RowCmd
+from .hbm_device import HBMDevice
+from .jedec_checker import Cmd
+
+__all__ = ["Drive", "Pins", "PCHarness", "Request", "sequential", "random_traffic", "row_conflicts"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One burst request: byte ``addr`` (burst aligned), ``write``, ``data`` (burst_bytes bytes) and
+    ``mask`` (bit i = write byte i) for writes."""
+
+    write: bool
+    addr: int
+    data: bytes = b""
+    mask: int = 0
+
+
+@dataclass
+class Pins:
+    """Controller outputs sampled in one cycle (integers)."""
+
+    row_cmd: int
+    row_bg: int
+    row_bank: int
+    row_row: int
+    col_cmd: int
+    col_bg: int
+    col_bank: int
+    col_row: int
+    col_column: int
+    wdata: int
+    wmask: int
+    wdata_valid: int
+    req_ready: int
+    rsp_valid: int
+    rsp_tag: int
+    rsp_rdata: int
+    refresh_owed: int = 0
+
+
+@dataclass
+class Drive:
+    """Controller inputs for one cycle."""
+
+    req_valid: int = 0
+    req_write: int = 0
+    req_addr: int = 0
+    req_tag: int = 0
+    req_wdata: int = 0
+    req_wmask: int = 0
+    rsp_ready: int = 1
+    rdata_valid: int = 0
+    rdata: int = 0
+
+
+_ROW = {RowCmd.ACT.value: Cmd.ACT, RowCmd.PRE.value: Cmd.PRE, RowCmd.PREA.value: Cmd.PREA,
+        RowCmd.REF.value: Cmd.REF}
+_COL = {ColCmd.RD.value: Cmd.RD, ColCmd.WR.value: Cmd.WR}
+
+
+@dataclass
+class _Pending:
+    req: Request
+    tag: int
+    accept_cycle: int
+    kind: str  # "hit", "closed", "conflict"
+    expected: bytes | None = None
+    refresh_blocked: bool = False
+
+
+@dataclass
+class PCHarness:
+    """Drives one pseudo-channel (``pc``) of ``config`` with ``requests``.
+
+    Args:
+        config: the :class:`HBMConfig` the controller was built with.
+        requests: issued in order on ``req``.
+        rng: with a generator, ``req.valid`` is withheld with probability ``gap_p`` and ``rsp.ready``
+            is low with probability ``stall_p`` in each cycle; without, both are always on.
+        pc: which pseudo-channel of the device model the controller talks to.
+    """
+
+    config: HBMConfig
+    requests: list[Request]
+    rng: np.random.Generator | None = None
+    gap_p: float = 0.2
+    stall_p: float = 0.2
+    pc: int = 0
+    device: HBMDevice | None = None
+    shadow: dict[int, bytearray] = field(default_factory=dict)
+    latencies: list[tuple[str, bool, bool, int, int]] = field(default_factory=list)
+    data_busy_cycles: int = 0
+    first_cycle: int | None = None
+    last_data_cycle: int = 0
+    cycle: int = 0
+    accepted: int = 0
+    responses: int = 0
+    max_owed: int = 0
+    _next: int = 0
+    _free_tags: list[int] = field(default_factory=list)
+    _reads: dict[int, _Pending] = field(default_factory=dict)
+    _writes: list[_Pending] = field(default_factory=list)
+    _offer: tuple[int, int] | None = None  # (index, tag) held on req until taken
+    _refreshing_until: int = -1
+
+    def __post_init__(self):
+        if self.device is None:
+            self.device = HBMDevice(self.config)
+        self._free_tags = list(range(1 << self.config.tag_bits))
+        self._bytes = self.config.burst_bytes
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._next >= len(self.requests) and not self._reads and not self._writes
+
+    def step(self, pins: Pins) -> Drive:
+        """Process one cycle's outputs and return this cycle's inputs."""
+        c, cfg, dev, t = self.cycle, self.config, self.device, self.config.timing
+        drive = Drive()
+        self.max_owed = max(self.max_owed, pins.refresh_owed)
+
+        # ---- commands on the pins (row bus first: a PRE and a column command may share a cycle)
+        if pins.row_cmd:
+            cmd = _ROW[pins.row_cmd]
+            dev.command(c, self.pc, cmd, pins.row_bg, pins.row_bank, pins.row_row, 0)
+            if cmd in (Cmd.REF, Cmd.PREA):
+                self._refreshing_until = max(self._refreshing_until, c + (t.tRFC if cmd is Cmd.REF else t.tRP))
+                for p in [*self._reads.values(), *self._writes]:
+                    p.refresh_blocked = True
+        if pins.col_cmd:
+            cmd = _COL[pins.col_cmd]
+            dev.command(c, self.pc, cmd, pins.col_bg, pins.col_bank, pins.col_row, pins.col_column)
+            self.data_busy_cycles += t.burst_cycles
+            start = c + (t.CL if cmd is Cmd.RD else t.CWL)
+            self.last_data_cycle = max(self.last_data_cycle, start + t.burst_cycles)
+            if cmd is Cmd.WR:
+                addr = cfg.encode(self.pc, pins.col_bg, pins.col_bank, pins.col_row, pins.col_column)
+                for k, p in enumerate(self._writes):  # oldest write to that address issues first
+                    if p.req.addr == addr:
+                        self.latencies.append((p.kind, p.refresh_blocked, True, c - p.accept_cycle, p.req.addr))
+                        del self._writes[k]
+                        break
+                else:
+                    raise AssertionError(f"cycle {c}: WR to address {addr:#x} that no queued write targets")
+        if pins.wdata_valid:
+            dev.write_data(c, self.pc, pins.wdata.to_bytes(self._bytes, "little"), pins.wmask)
+        for rd in dev.tick(c):
+            assert rd.pc == self.pc
+            drive.rdata_valid, drive.rdata = 1, int.from_bytes(rd.data, "little")
+
+        # ---- responses
+        drive.rsp_ready = int(self.rng is None or self.rng.random() >= self.stall_p)
+        if pins.rsp_valid and drive.rsp_ready:
+            p = self._reads.pop(pins.rsp_tag, None)
+            if p is None:
+                raise AssertionError(f"cycle {c}: response with tag {pins.rsp_tag} that no read holds")
+            got = pins.rsp_rdata.to_bytes(self._bytes, "little")
+            if got != p.expected:
+                raise AssertionError(
+                    f"cycle {c}: read of {p.req.addr:#x} (tag {p.tag}, accepted at cycle {p.accept_cycle}) "
+                    f"returned {got.hex()} but the shadow memory holds {p.expected.hex()}")
+            self.latencies.append((p.kind, p.refresh_blocked, False, c - p.accept_cycle, p.req.addr))
+            self._free_tags.append(p.tag)
+            self.responses += 1
+
+        # ---- requests
+        if self._offer is None and self._next < len(self.requests) and self._free_tags:
+            if self.rng is None or self.rng.random() >= self.gap_p:
+                self._offer = (self._next, self._free_tags.pop(0))
+                self._next += 1
+        if self._offer is not None:
+            k, tag = self._offer
+            r = self.requests[k]
+            drive.req_valid, drive.req_write, drive.req_addr, drive.req_tag = 1, int(r.write), r.addr, tag
+            if r.write:
+                drive.req_wdata, drive.req_wmask = int.from_bytes(r.data, "little"), r.mask
+            if pins.req_ready:
+                self._accept(r, tag, c)
+                self._offer = None
+        self.cycle += 1
+        return drive
+
+    def _accept(self, r: Request, tag: int, c: int) -> None:
+        if self.first_cycle is None:
+            self.first_cycle = c
+        ch, bg, bank, row, col = self.config.decode(r.addr)
+        open_row = self.device.checker.open_row(self.pc, bg, bank)
+        kind = "closed" if open_row is None else ("hit" if open_row == row else "conflict")
+        p = _Pending(r, tag, c, kind, refresh_blocked=c < self._refreshing_until)
+        old = self.shadow.setdefault(r.addr, bytearray(self.device.fill))
+        if r.write:
+            for i in range(self._bytes):
+                if r.mask >> i & 1:
+                    old[i] = r.data[i]
+            self._writes.append(p)
+            self._free_tags.append(tag)
+        else:
+            p.expected = bytes(old)
+            self._reads[tag] = p
+        self.accepted += 1
+
+    def finish(self) -> dict:
+        """Final checks (memory contents equal the shadow memory, refresh cadence) and statistics."""
+        assert self.done, (f"{len(self.requests) - self._next} requests not offered, {len(self._reads)} reads "
+                           f"and {len(self._writes)} writes outstanding at cycle {self.cycle}")
+        refresh = self.device.finish(self.cycle)
+        for addr, want in self.shadow.items():
+            got = self.device.read_address(addr)
+            assert got == bytes(want), f"memory at {addr:#x} holds {got.hex()}, shadow {bytes(want).hex()}"
+        start = self.first_cycle or 0
+        span = max(1, self.last_data_cycle - start)
+        by_kind: dict[str, list[int]] = {}
+        for kind, blocked, write, lat, _ in self.latencies:
+            by_kind.setdefault("refresh_blocked" if blocked else kind, []).append(lat)
+        lat = {k: {"count": len(v), "p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99)),
+                   "max": int(max(v))} for k, v in sorted(by_kind.items())}
+        kinds = [k for k, *_ in self.latencies]
+        return {
+            "requests": len(self.requests),
+            "cycles": self.cycle,
+            "data_busy_cycles": self.data_busy_cycles,
+            "span_cycles": span,
+            "efficiency": self.data_busy_cycles / span,
+            "row_hit_rate": kinds.count("hit") / max(1, len(kinds)),
+            "latency_cycles": lat,
+            "refreshes": refresh["refreshes"][self.pc],
+            "worst_refresh_gap_cycles": refresh["worst_gap_cycles"][self.pc],
+            "max_refresh_owed": self.max_owed,
+        }
+
+
+# ---- traffic generators ---------------------------------------------------------------------
+
+def _data(rng: np.random.Generator, n: int) -> bytes:
+    return rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+def sequential(config: HBMConfig, count: int, write: bool, rng: np.random.Generator, start: int = 0,
+               pc: int = 0) -> list[Request]:
+    """``count`` bursts at consecutive addresses of pseudo-channel ``pc`` (in address-mapping order)."""
+    out, b = [], config.burst_bytes
+    addr, full = start, (1 << config.burst_bytes) - 1
+    while len(out) < count:
+        if config.decode(addr)[0] == pc:
+            out.append(Request(write, addr, _data(rng, b) if write else b"", full if write else 0))
+        addr = (addr + b) % config.capacity_bytes
+    return out
+
+
+def random_traffic(config: HBMConfig, count: int, rng: np.random.Generator, write_p: float = 0.5,
+                   span_bursts: int | None = None, pc: int = 0, partial_p: float = 0.2) -> list[Request]:
+    """Random bursts of pseudo-channel ``pc``; ``span_bursts`` limits the distinct addresses (small
+    spans give many same-address hazards); writes get a random byte mask with probability
+    ``partial_p``."""
+    b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
+    f = config.field_sizes
+    out = []
+    pool = None
+    if span_bursts is not None:
+        pool = [config.encode(pc, *(int(rng.integers(0, f[k])) for k in ("bank_group", "bank", "row", "column")))
+                for _ in range(span_bursts)]
+    for _ in range(count):
+        if pool is not None:
+            addr = pool[int(rng.integers(0, len(pool)))]
+        else:
+            addr = config.encode(pc, *(int(rng.integers(0, f[k])) for k in ("bank_group", "bank", "row", "column")))
+        if rng.random() < write_p:
+            mask = int(rng.integers(0, full + 1)) if rng.random() < partial_p else full
+            out.append(Request(True, addr, _data(rng, b), mask))
+        else:
+            out.append(Request(False, addr))
+    return out
+
+
+def row_conflicts(config: HBMConfig, count: int, rng: np.random.Generator, write_p: float = 0.0,
+                  pc: int = 0) -> list[Request]:
+    """Every request to bank group 0 bank 0, each to a different row than the previous one (all rows
+    distinct while ``count <= rows``)."""
+    b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
+    out, row = [], 0
+    distinct = rng.permutation(config.rows) if count <= config.rows else None
+    for k in range(count):
+        if distinct is not None:
+            row = int(distinct[k])
+        else:
+            row = (row + 1 + int(rng.integers(0, max(1, config.rows - 1)))) % config.rows
+        addr = config.encode(pc, 0, 0, row, int(rng.integers(0, config.columns)))
+        if rng.random() < write_p:
+            out.append(Request(True, addr, _data(rng, b), full))
+        else:
+            out.append(Request(False, addr))
+    return out
