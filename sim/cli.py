@@ -92,6 +92,8 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("-o", "--out", required=True, type=_out_dir,
                    help="output folder (created; both files appear together or not at all)")
 
+    _add_synth_parser(sub)
+
     d = sub.add_parser("demo", help="the main job: random bf16 MACs through the generated RTL vs the golden model",
                        description="Generate the MAC, build it in a simulator, run random MACs from five "
                                    "distributions against the bit-exact golden model, print a summary.")
@@ -112,8 +114,9 @@ def _preset_names() -> list[str]:
 _CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages")
 
 
-def _generate_params(args) -> dict:
-    """Merge --preset, --config and explicit options (in that order of precedence, lowest first)."""
+def _generate_params(args, blocks: tuple[str, ...] = ("mxu", "mac")) -> dict:
+    """Merge --preset, --config and explicit options (in that order of precedence, lowest first);
+    ``blocks`` are the block names the command accepts."""
     import dataclasses
     import tomllib
 
@@ -142,8 +145,8 @@ def _generate_params(args) -> dict:
         if value is not None:
             params[key] = value
     params.setdefault("block", "mxu")
-    if params["block"] not in ("mxu", "mac"):
-        raise UsageError(f"block must be one of mxu, mac; got {params['block']!r}")
+    if params["block"] not in blocks:
+        raise UsageError(f"block must be one of {', '.join(blocks)}; got {params['block']!r}")
     return params
 
 
@@ -273,6 +276,150 @@ def _cmd_generate(args) -> int:
     return 0
 
 
+def _freq_mhz(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be a frequency in MHz, above 0 and at most 1000, not {text!r}")
+    return value
+
+
+def _add_synth_parser(sub) -> None:
+    from sim.synth import TARGETS
+
+    targets = "; ".join(f"{t.name}: {t.board}, {t.part}" for t in TARGETS.values())
+    s = sub.add_parser("synth", help="run Yosys + nextpnr for an FPGA target; print utilization and Fmax",
+                       description="Generate the block, wrap it out of context (its inputs from a shift "
+                                   "register on one pin, its outputs XOR-reduced to one pin), synthesize it "
+                                   "with Yosys, place and route it with nextpnr (YoWASP), and print LUT4, "
+                                   "flip-flops, carry, DSP, block RAM and I/O against the device capacity, and "
+                                   "the achieved Fmax against --freq (a miss is reported, not an error). "
+                                   f"Targets: {targets}. Exit status 2 for bad input and for a design that "
+                                   "does not fit the part, 1 when a tool fails.")
+    s.add_argument("--target", required=True, choices=list(TARGETS), help="FPGA target (part on a board)")
+    s.add_argument("--block", choices=["mxu", "pe", "mac"], default=None,
+                   help="block to synthesize (default: mxu)")
+    s.add_argument("--rows", type=_positive, default=None, help="MXU PE rows R (default 8)")
+    s.add_argument("--cols", type=_positive, default=None, help="MXU PE columns C (default 8)")
+    s.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16; a PE takes bf16 or int8)")
+    s.add_argument("--subnormals", choices=SUBNORMALS, default=None,
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    s.add_argument("--stages", type=_stages, default=None,
+                   help="pipeline stages of each MAC in cycles: 1..4 for the MXU and a PE, 0..4 for a MAC "
+                        "(default 2)")
+    s.add_argument("--preset", default=None, metavar="NAME",
+                   help="named configuration: " + ", ".join(_preset_names()))
+    s.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages")
+    s.add_argument("--freq", type=_freq_mhz, default=None, metavar="MHZ",
+                   help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
+                        "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")
+    s.add_argument("--seed", type=_seed, default=1, help="nextpnr placement seed, 0..2**31-1 (default 1)")
+    s.add_argument("--no-dsp", action="store_true",
+                   help="build multipliers from LUTs instead of DSP blocks (SB_MAC16 / MULT18X18D): for arrays "
+                        "with more multipliers than the part has DSPs")
+    s.add_argument("--synth-only", action="store_true",
+                   help="stop after Yosys and the fit check (no place and route, no Fmax)")
+    s.add_argument("--name", default=None, help="Verilog module name of the block (default: mxu, pe or mac)")
+    s.add_argument("--json", action="store_true", help="print the report as one JSON object instead of the table")
+    s.add_argument("-o", "--out", required=True, type=_out_dir,
+                   help="output folder (created; any folder, /tmp included): synth.json, the Verilog, the "
+                        "wrapper, the constraints used and the tool logs, all together or none")
+
+
+_SYNTH_FILES = ("synth.json", "ooc_top.v", "yosys.log", "yosys_wrapper.log", "nextpnr.log", "nextpnr_report.json")
+
+
+def _cmd_synth(args) -> int:
+    from hw.arith import MAC, MACConfig
+    from hw.generate import mxu_verilog
+    from hw.mxu import MXUConfig
+    from hw.pe import PE, PEConfig
+    from sim import runner, synth
+
+    params = _generate_params(args, blocks=("mxu", "pe", "mac"))
+    block = params.pop("block")
+    name = args.name or block
+    if not name.isidentifier() or not name.isascii() or name == synth.WRAPPER_TOP:
+        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _) "
+                         f"other than {synth.WRAPPER_TOP}")
+    target = synth.TARGETS[args.target]
+    files = [f"{name}.v", target.constraints, *_SYNTH_FILES]
+    if args.synth_only:
+        files = [f for f in files if not f.startswith("nextpnr")]
+    _check_out_dir(args.out, files)
+    try:
+        if block in ("mac", "pe"):
+            for key in ("rows", "cols"):
+                if key in params:
+                    raise UsageError(f"{key} does not apply to block {block} (from --{key}, --preset or --config)")
+            cfg = (MACConfig if block == "mac" else PEConfig)(**{"stages": 2, **params})
+        else:
+            cfg = MXUConfig(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+
+    from tqdm import tqdm
+
+    steps = tqdm(total=4 if not args.synth_only else 3, desc="mxu synth", unit="step", file=sys.stderr,
+                 leave=False, disable=not sys.stderr.isatty() and not os.environ.get("MXU_PROGRESS"))
+    steps.set_postfix_str("generating Verilog")
+    if block == "mac":
+        verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
+    elif block == "pe":
+        verilog = runner.generate_verilog(lambda: PE(cfg), name=name, key=cfg)
+    else:
+        verilog = runner.generate_verilog(lambda: mxu_verilog(cfg, name), name=name, key=cfg)
+    steps.update()
+
+    flow_steps = []
+
+    def progress(text: str) -> None:  # called before each step of the flow
+        if flow_steps:
+            steps.update()
+        flow_steps.append(text)
+        steps.set_postfix_str(text)
+
+    created = not args.out.exists()
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".mxu-synth-", dir=args.out))
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: cannot create: {e.strerror}") from None
+    keep_work = False
+    try:
+        report = synth.run_flow(verilog, name, target, work, freq_mhz=args.freq, seed=args.seed,
+                                place=not args.synth_only, dsp=not args.no_dsp, progress=progress,
+                                block={"block": block, **_asdict(cfg)})
+        steps.update(steps.total - steps.n)
+        steps.close()
+        _write_outputs(args.out, {f: work / f for f in files})
+    except synth.DoesNotFit as e:
+        raise UsageError(str(e)) from None
+    except synth.SynthError:
+        keep_work = True  # the message names a log in the work folder
+        raise
+    finally:
+        steps.close()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+            if created and not any(args.out.iterdir()):
+                shutil.rmtree(args.out, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(synth.format_report(report))
+        print(f"  report: {args.out / 'synth.json'}")
+    return 0
+
+
+def _asdict(cfg) -> dict:
+    import dataclasses
+    return dataclasses.asdict(cfg)
+
+
 def _cmd_demo(args) -> int:
     import random
 
@@ -371,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-        return {"generate": _cmd_generate, "demo": _cmd_demo}[args.command](args)
+        return {"generate": _cmd_generate, "demo": _cmd_demo, "synth": _cmd_synth}[args.command](args)
     except UsageError as e:
         print(f"mxu: error: {e}", file=sys.stderr)
         return 2
