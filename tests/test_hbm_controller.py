@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Pseudo-channel controller in Amaranth's simulator against the HBM2 device model and JEDEC checker.
 
 Every run goes through :class:`verif.hbm_harness.PCHarness`: each command is checked by the fatal

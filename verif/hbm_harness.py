@@ -30,7 +30,8 @@ from hw.hbm.controller import ColCmd, RowCmd
 from .hbm_device import HBMDevice
 from .jedec_checker import Cmd
 
-__all__ = ["Drive", "Pins", "PCHarness", "Request", "sequential", "random_traffic", "row_conflicts"]
+__all__ = ["Drive", "Pins", "PCHarness", "Request", "build_traffic", "sequential", "random_traffic",
+           "row_conflicts"]
 
 
 @dataclass(frozen=True)
@@ -278,27 +279,33 @@ def sequential(config: HBMConfig, count: int, write: bool, rng: np.random.Genera
 
 
 def random_traffic(config: HBMConfig, count: int, rng: np.random.Generator, write_p: float = 0.5,
-                   span_bursts: int | None = None, pc: int = 0, partial_p: float = 0.2) -> list[Request]:
-    """Random bursts of pseudo-channel ``pc``; ``span_bursts`` limits the distinct addresses (small
-    spans give many same-address hazards); writes get a random byte mask with probability
-    ``partial_p``."""
+                   span_bursts: int | None = None, pc: int = 0, partial_p: float = 0.2,
+                   bursts: int = 1) -> list[Request]:
+    """``count`` random accesses of pseudo-channel ``pc``, each ``bursts`` consecutive bursts of one
+    row (``bursts = 2``: random 64 B accesses), so ``count * bursts`` requests. ``span_bursts`` limits
+    the distinct addresses (small spans give many same-address hazards); writes get a random byte
+    mask with probability ``partial_p``."""
     b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
     f = config.field_sizes
+    if not 1 <= bursts <= config.columns:
+        raise ValueError(f"bursts must be from 1 to columns = {config.columns}; got {bursts}")
+
+    def pick():
+        col = int(rng.integers(0, f["column"] // bursts)) * bursts
+        return pc, *(int(rng.integers(0, f[k])) for k in ("bank_group", "bank", "row")), col
+
     out = []
-    pool = None
-    if span_bursts is not None:
-        pool = [config.encode(pc, *(int(rng.integers(0, f[k])) for k in ("bank_group", "bank", "row", "column")))
-                for _ in range(span_bursts)]
+    pool = [pick() for _ in range(span_bursts)] if span_bursts is not None else None
     for _ in range(count):
-        if pool is not None:
-            addr = pool[int(rng.integers(0, len(pool)))]
-        else:
-            addr = config.encode(pc, *(int(rng.integers(0, f[k])) for k in ("bank_group", "bank", "row", "column")))
-        if rng.random() < write_p:
-            mask = int(rng.integers(0, full + 1)) if rng.random() < partial_p else full
-            out.append(Request(True, addr, _data(rng, b), mask))
-        else:
-            out.append(Request(False, addr))
+        ch, bg, bank, row, col = pool[int(rng.integers(0, len(pool)))] if pool is not None else pick()
+        write = rng.random() < write_p
+        for k in range(bursts):
+            addr = config.encode(ch, bg, bank, row, col + k)
+            if write:
+                mask = int(rng.integers(0, full + 1)) if rng.random() < partial_p else full
+                out.append(Request(True, addr, _data(rng, b), mask))
+            else:
+                out.append(Request(False, addr))
     return out
 
 
@@ -320,3 +327,22 @@ def row_conflicts(config: HBMConfig, count: int, rng: np.random.Generator, write
         else:
             out.append(Request(False, addr))
     return out
+
+
+def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Generator):
+    """Concatenate traffic segments. ``sequential``: ``count``, ``write`` (bool), ``start`` (byte
+    address); ``random``: ``count``, ``write_p``, ``span_bursts``, ``partial_p``, ``bursts``; ``conflicts``:
+    ``count``, ``write_p``."""
+    reqs: list[Request] = []
+    for seg in segments:
+        kind, n = seg["kind"], int(seg["count"])
+        if kind == "sequential":
+            reqs += sequential(config, n, bool(seg.get("write", False)), rng, int(seg.get("start", 0)))
+        elif kind == "random":
+            reqs += random_traffic(config, n, rng, float(seg.get("write_p", 0.5)), seg.get("span_bursts"),
+                                   partial_p=float(seg.get("partial_p", 0.2)), bursts=int(seg.get("bursts", 1)))
+        elif kind == "conflicts":
+            reqs += row_conflicts(config, n, rng, float(seg.get("write_p", 0.0)))
+        else:
+            raise ValueError(f"traffic kind must be sequential, random or conflicts; got {kind!r}")
+    return reqs

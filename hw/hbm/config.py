@@ -257,6 +257,39 @@ class HBMConfig:
                 "address_mapping must be an ordering of channel, bank_group, bank, row, column "
                 f"(each once, MSB first); got {self.address_mapping!r}")
 
+    # ---- serialization -----------------------------------------------------------------------
+    def as_dict(self) -> dict:
+        """Plain JSON-able dict (``timing`` as a dict of its fields); inverse of :meth:`from_dict`."""
+        out = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "timing"}
+        out["address_mapping"] = list(self.address_mapping)
+        out["timing"] = self.timing.as_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "HBMConfig":
+        """Build from :meth:`as_dict` output; ``timing`` may also be a preset name
+        (``TIMING_PRESETS`` key).
+
+        Raises:
+            ValueError: unknown timing preset, unknown key, or any field check.
+        """
+        d = dict(d)
+        timing = d.pop("timing", None)
+        unknown = sorted(set(d) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown HBMConfig keys: {', '.join(unknown)}")
+        if isinstance(timing, str):
+            if timing not in TIMING_PRESETS:
+                raise ValueError(f"timing must be one of {', '.join(TIMING_PRESETS)}; got {timing!r}")
+            d["timing"] = TIMING_PRESETS[timing]
+        elif isinstance(timing, dict):
+            d["timing"] = HBMTiming(**timing)
+        elif timing is not None:
+            d["timing"] = timing
+        if "address_mapping" in d:
+            d["address_mapping"] = tuple(d["address_mapping"])
+        return cls(**d)
+
     # ---- derived ---------------------------------------------------------------------------
     @property
     def policy(self) -> PagePolicy:

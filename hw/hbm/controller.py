@@ -42,7 +42,7 @@ byte i, the opposite polarity of the DRAM DM pin).
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -220,7 +220,7 @@ class PseudoChannelController(wiring.Component):
 
         # ---------------------------------------------------------------- bank state
         bank_open = Signal(nb, name="bank_open")
-        open_row = Array(Signal(roww, name=f"open_row{b}") for b in range(nb))
+        open_row = [Signal(roww, name=f"open_row{b}") for b in range(nb)]
         bank_bg = [b // n_bpg for b in range(nb)]
         cnt_act = [_Counter(f"b{b}_act_wait", max(t.tRC, t.tRP)) for b in range(nb)]
         cnt_col = [_Counter(f"b{b}_col_wait", t.tRCD) for b in range(nb)]
@@ -286,12 +286,25 @@ class PseudoChannelController(wiring.Component):
                 m.d.comb += oh[i].eq(cand[i] & ~(older[i] & cand).any())
             return oh
 
+        # Combinational choices are written as expressions (no comb ``m.If``): Yosys then emits
+        # ``assign`` statements, which every simulator evaluates at time 0 (an ``always @*`` block
+        # whose inputs never change after time 0 stays X in Icarus).
         def onehot_mux(oh, values, width):
             out = Signal(width)
-            m.d.comb += out.eq(0)
-            for i in range(n):
-                with m.If(oh[i]):
-                    m.d.comb += out.eq(values[i])
+            terms = [Mux(oh[i], values[i], 0) for i in range(n)]
+            acc = terms[0]
+            for term in terms[1:]:
+                acc = acc | term
+            m.d.comb += out.eq(acc)
+            return out
+
+        def lowest_index(bits_sig, count, width_range, name):
+            """Index of the lowest set bit of ``bits_sig`` (0 when none is set)."""
+            out = Signal(width_range, name=name)
+            expr = Const(0, out.shape())
+            for i in reversed(range(count)):
+                expr = Mux(bits_sig[i], i, expr)
+            m.d.comb += out.eq(expr)
             return out
 
         col_blocked = draining | ~ch_rfc.ok
@@ -314,13 +327,11 @@ class PseudoChannelController(wiring.Component):
         col_row = onehot_mux(col_oh, q_row, roww)
         col_col = onehot_mux(col_oh, q_col, colw)
         col_tag = onehot_mux(col_oh, q_tag, cfg.tag_bits)
-        col_slot = Signal(range(max(2, n)), name="col_slot")
-        for i in range(n):
-            with m.If(col_oh[i]):
-                m.d.comb += col_slot.eq(i)
+        col_slot = lowest_index(col_oh, n, range(max(2, n)), "col_slot")
 
         # ---------------------------------------------------------------- row command choice
-        act_global = ch_act.ok & Array(f.ok for f in faw)[faw_ptr] & ch_rfc.ok & ~draining
+        faw_ok = Cat(*((faw_ptr == k) & faw[k].ok for k in range(4))).any()
+        act_global = ch_act.ok & faw_ok & ch_rfc.ok & ~draining
         act_cand = Signal(n, name="act_cand")
         for i in range(n):
             m.d.comb += act_cand[i].eq(
@@ -348,10 +359,7 @@ class PseudoChannelController(wiring.Component):
                 bank_open[b] & cnt_pre[b].ok & ch_rfc.ok & ~draining
                 & Mux(strict, oldest_miss_bank[b], normal))
         pre_go = pre_cand.any()
-        pre_bank = Signal(range(nb), name="pre_bank")
-        for b in reversed(range(nb)):
-            with m.If(pre_cand[b]):
-                m.d.comb += pre_bank.eq(b)
+        pre_bank = lowest_index(pre_cand, nb, range(nb), "pre_bank")
 
         # refresh: PREA when every open bank may be precharged, REF when all closed and tRP met
         all_pre_ok = Cat(*(~bank_open[b] | cnt_pre[b].ok for b in range(nb))).all()
@@ -365,14 +373,12 @@ class PseudoChannelController(wiring.Component):
         do_ref = Signal(name="do_ref")
         do_rd = Signal(name="do_rd")
         do_wr = Signal(name="do_wr")
-        with m.If(ref_go):
-            m.d.comb += do_ref.eq(1)
-        with m.Elif(prea_go):
-            m.d.comb += do_prea.eq(1)
-        with m.Elif(act_go):
-            m.d.comb += do_act.eq(1)
-        with m.Elif(pre_go):
-            m.d.comb += do_pre.eq(1)
+        m.d.comb += [
+            do_ref.eq(ref_go),
+            do_prea.eq(prea_go & ~ref_go),
+            do_act.eq(act_go & ~prea_go & ~ref_go),
+            do_pre.eq(pre_go & ~act_go & ~prea_go & ~ref_go),
+        ]
         # A column command never targets the bank being precharged in the same cycle (it would have
         # no hit there), but guard it anyway so the two buses can never disagree.
         col_pre_clash = do_pre & (col_bank == pre_bank)
@@ -427,10 +433,7 @@ class PseudoChannelController(wiring.Component):
         # ---------------------------------------------------------------- queue update
         free = Signal(n, name="q_free")
         m.d.comb += free.eq(~valid & ~wr_pending)
-        alloc_slot = Signal(range(max(2, n)), name="alloc_slot")
-        for i in reversed(range(n)):
-            with m.If(free[i]):
-                m.d.comb += alloc_slot.eq(i)
+        alloc_slot = lowest_index(free, n, range(max(2, n)), "alloc_slot")
         m.d.comb += self.req.ready.eq(free.any())
         accept = self.req.valid & self.req.ready
         alloc = Signal(n, name="q_alloc")
@@ -439,13 +442,11 @@ class PseudoChannelController(wiring.Component):
         # hit of the incoming request, seeing this cycle's ACT/PRE/PREA
         in_open = Signal(name="in_bank_open")
         m.d.comb += in_open.eq(bank_open.bit_select(in_bank, 1))
+        in_open_row_hit = Cat(*((in_bank == b) & (open_row[b] == in_row) for b in range(nb))).any()
         in_hit = Signal(name="in_hit")
-        with m.If(do_act & (act_bank == in_bank)):
-            m.d.comb += in_hit.eq(act_row == in_row)
-        with m.Elif(do_prea | (do_pre & (pre_bank == in_bank))):
-            m.d.comb += in_hit.eq(0)
-        with m.Else():
-            m.d.comb += in_hit.eq(in_open & (open_row[in_bank] == in_row))
+        m.d.comb += in_hit.eq(Mux(do_act & (act_bank == in_bank), act_row == in_row,
+                                  ~(do_prea | (do_pre & (pre_bank == in_bank)))
+                                  & in_open & in_open_row_hit))
 
         remaining = Signal(n, name="q_remaining")  # valid after this cycle's column issue
         m.d.comb += remaining.eq(valid & ~col_issue)
