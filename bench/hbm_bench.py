@@ -1,0 +1,120 @@
+"""Benchmark: data-bus efficiency, latency and refresh of one HBM2 pseudo-channel controller.
+
+Runs the generated Verilog in Verilator under cocotb (:mod:`verif.tb.hbm_tb`) against the device
+model and the fatal JEDEC checker, for each timing set and traffic pattern, and compares each
+efficiency with its analytical bound. Writes ``bench/results/hbm_bench.json``. Usage::
+
+    .venv/bin/python bench/hbm_bench.py [--timings dramsim3_hbm2,ramulator2_hbm2] [--scale 1.0]
+
+Definitions:
+
+* efficiency = busy data-bus cycles (``burst_cycles`` per RD/WR) / cycles from the first accepted
+  request to the end of the last data burst. Requests are offered back to back and responses are
+  always taken, so the controller, not the traffic source, sets the pace.
+* bounds (each times the refresh factor 1 - tRFC/tREFI): sequential 1; random 32 B (every access
+  opens a row) ``min(1, 4*bc/tFAW, bc/tRRD_S, banks*bc/tRC)``; random 64 B the same with two bursts
+  per ACT; single-bank row conflicts ``bc/tRC`` per burst.
+* REFs still owed at the end of a run (up to ``max_refresh_postpone`` may legally be) are charged
+  at tRFC each in ``efficiency_debt_charged``, which is what ``of_bound`` compares.
+* latency: request accepted -> read response taken (reads) or WR on the pins (writes), by the bank
+  state the request found on arrival (row hit, closed bank, row conflict), or ``refresh_blocked``
+  when a PREA/REF was issued while it waited.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hw.hbm.config import TIMING_PRESETS, HBMConfig  # noqa: E402
+from hw.hbm.controller import PseudoChannelController  # noqa: E402
+from sim.runner import generate_verilog, run_cocotb  # noqa: E402
+
+
+def scenarios(scale: float) -> dict[str, list[dict]]:
+    n = lambda k: max(50, int(k * scale))  # noqa: E731
+    return {
+        "sequential_read": [{"kind": "sequential", "count": n(80000), "write": False}],
+        "sequential_write": [{"kind": "sequential", "count": n(80000), "write": True}],
+        "random_32B_read": [{"kind": "random", "count": n(20000), "write_p": 0.0}],
+        "random_64B_read": [{"kind": "random", "count": n(20000), "write_p": 0.0, "bursts": 2}],
+        "random_32B_mixed": [{"kind": "random", "count": n(20000), "write_p": 0.5, "partial_p": 0.0}],
+        "row_conflict_read": [{"kind": "conflicts", "count": n(3000), "write_p": 0.0}],
+    }
+
+
+def bound(name: str, cfg: HBMConfig) -> float | None:
+    t, bc = cfg.timing, cfg.timing.burst_cycles
+    refresh = 1 - t.tRFC / t.tREFI
+    act_limited = lambda per_act: min(1.0, 4 * per_act / t.tFAW, per_act / t.tRRD_S,  # noqa: E731
+                                      cfg.banks * per_act / t.tRC)
+    if name.startswith("sequential"):
+        return refresh
+    if name == "random_32B_read":
+        return act_limited(bc) * refresh
+    if name == "random_64B_read":
+        return act_limited(2 * bc) * refresh
+    if name == "row_conflict_read":
+        return bc / t.tRC * refresh
+    return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timings", default="dramsim3_hbm2,ramulator2_hbm2")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every request count")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_bench.json")
+    args = ap.parse_args(argv)
+    records = []
+    work = ROOT / "build" / "bench" / "hbm"
+    work.mkdir(parents=True, exist_ok=True)
+    for tname in args.timings.split(","):
+        cfg = HBMConfig(pseudo_channels=1, queue_depth=16, timing=TIMING_PRESETS[tname])
+        verilog = generate_verilog(lambda: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
+        for name, traffic in scenarios(args.scale).items():
+            report = work / f"{tname}-{name}.json"
+            conf = {"config": cfg.as_dict(), "seed": args.seed, "traffic": traffic, "max_cycles": 2_000_000}
+            t0 = time.perf_counter()
+            result = run_cocotb([verilog], "hbm_pc", "verif.tb.hbm_tb", simulator="verilator",
+                                env={"HBM_TB_CONFIG": json.dumps(conf), "HBM_TB_REPORT": str(report)})
+            if result.failed or not result.passed:
+                print(result.log_tail(), file=sys.stderr)
+                return 1
+            s = json.loads(report.read_text())
+            b = bound(name, cfg)
+            t = cfg.timing
+            # REFs still owed at the end (legal: up to max_refresh_postpone) are charged at tRFC each
+            # so that a run cannot look better than the steady state by ending in refresh debt.
+            debt = max(0, s["cycles"] // t.tREFI - s["refreshes"])
+            adjusted = s["data_busy_cycles"] / (s["span_cycles"] + debt * t.tRFC)
+            rec = {
+                "timing": tname, "scenario": name, "requests": s["requests"], "cycles": s["cycles"],
+                "efficiency": round(s["efficiency"], 4), "refresh_debt_at_end": debt,
+                "efficiency_debt_charged": round(adjusted, 4), "bound": None if b is None else round(b, 4),
+                "of_bound": None if b is None else round(adjusted / b, 4),
+                "row_hit_rate": round(s["row_hit_rate"], 4), "latency_cycles": s["latency_cycles"],
+                "refreshes": s["refreshes"], "max_refresh_owed": s["max_refresh_owed"],
+                "worst_refresh_gap_cycles": s["worst_refresh_gap_cycles"],
+                "sim_cycles_per_s": round(s["cycles_per_s"]), "wall_s": round(time.perf_counter() - t0, 1),
+                "config": {"queue_depth": cfg.queue_depth, "banks": cfg.banks, "rows": cfg.rows,
+                           "columns": cfg.columns, "page_policy": cfg.page_policy,
+                           "max_refresh_postpone": cfg.max_refresh_postpone,
+                           "age_cap_cycles": cfg.age_cap_cycles},
+            }
+            print(json.dumps({k: v for k, v in rec.items() if k not in ("latency_cycles", "config")}), flush=True)
+            records.append(rec)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"records": records, "seed": args.seed, "scale": args.scale}, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

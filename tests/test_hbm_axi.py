@@ -1,0 +1,45 @@
+# amaranth: UnusedElaboratable=no
+"""AXI4 top of the HBM controller: two cocotbext-axi masters sharing memory on two pseudo-channels
+(Verilator and Icarus), SLVERR cases, and configuration errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hw.hbm.axi import HBMController
+from hw.hbm.config import COMPRESSED_REFRESH, RAMULATOR2_HBM2, HBMConfig
+from sim.runner import generate_verilog, run_cocotb
+from tests.test_mxu_cocotb import ran_and_passed
+
+GEOMETRY = dict(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=32, columns=8, queue_depth=4,
+                tag_bits=6)
+TIMINGS = {"ramulator2": RAMULATOR2_HBM2, "compressed_refresh": COMPRESSED_REFRESH}
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("tname", TIMINGS)
+def test_two_axi_masters(tname, simulator, seed, soak):
+    cfg = HBMConfig(**GEOMETRY, timing=TIMINGS[tname], max_refresh_postpone=2)
+    verilog = generate_verilog(lambda: HBMController(cfg, axi_ports=2, id_bits=4, rob_depth=16),
+                               name="hbm_axi", key=(cfg, 2, 4, 16))
+    conf = {"config": cfg.as_dict(), "axi_ports": 2, "seed": seed, "ops": 200 if soak else 40,
+            "workers": 2, "pause_p": 0.2}
+    result = run_cocotb([verilog], "hbm_axi", "verif.tb.hbm_axi_tb", simulator=simulator,
+                        env={"HBM_AXI_TB_CONFIG": json.dumps(conf)})
+    print(f"{simulator}: build {result.build_s:.1f} s, test {result.test_s:.1f} s, seed {seed}")
+    assert result.failed == 0, result.log_tail()
+    assert ran_and_passed(result) == {"two_masters_shared_memory", "slverr_cases"}, result.log_tail()
+
+
+def test_axi_configuration_errors():
+    cfg = HBMConfig(**GEOMETRY)
+    with pytest.raises(ValueError, match=r"^axi_ports must be an integer from 1 to 8; got 0$"):
+        HBMController(cfg, axi_ports=0)
+    with pytest.raises(ValueError, match=r"^rob_depth must be a power of two from 2 to 256; got 12$"):
+        HBMController(cfg, rob_depth=12)
+    with pytest.raises(ValueError, match=r"^id_bits must be an integer from 1 to 16; got 17$"):
+        HBMController(cfg, id_bits=17)
+    with pytest.raises(ValueError, match=r"^tag_bits must be >= log2\(axi_ports\) \+ log2\(rob_depth\) = 7; got 6$"):
+        HBMController(cfg, axi_ports=2, rob_depth=64)
