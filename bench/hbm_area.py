@@ -3,9 +3,11 @@
 Writes ``bench/results/hbm_area.json``: LUT4, flip-flops, carry cells, wide-function muxes,
 distributed RAM (TRELLIS_DPR16X4) and block RAM (DP16KD) for each queue depth, with the DRAMsim3
 timing set and the HBM2 pseudo-channel geometry (64-bit bus, BL4, 16 banks, 16,384 rows, 32
-columns). Synthesis only: no place and route, so no Fmax (``mxu synth`` does that). Usage::
+columns), plus one record of the FPGA configuration: controller + BRAM emulator
+(:class:`hw.hbm.emulator.BRAMEmulator`) storing ``--emulated-rows`` rows per bank. Synthesis only:
+no place and route, so no Fmax (``mxu synth`` does that). Usage::
 
-    .venv/bin/python bench/hbm_area.py [--depths 8,16]
+    .venv/bin/python bench/hbm_area.py [--depths 8,16] [--emulated-rows 4]
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ import sys
 import time
 from pathlib import Path
 
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hw.hbm.config import HBMConfig  # noqa: E402
 from hw.hbm.controller import PseudoChannelController  # noqa: E402
+from hw.hbm.emulator import BRAMEmulator  # noqa: E402
 from sim.runner import generate_verilog  # noqa: E402
 
 CELLS = ("LUT4", "TRELLIS_FF", "CCU2C", "PFUMX", "L6MUX21", "TRELLIS_DPR16X4", "DP16KD")
@@ -44,6 +50,7 @@ def synth_ecp5(verilog: Path, top: str, work: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--depths", default="8,16")
+    ap.add_argument("--emulated-rows", type=int, default=4)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_area.json")
     args = ap.parse_args(argv)
     records = []
@@ -56,6 +63,34 @@ def main(argv=None) -> int:
                "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
         print(json.dumps(rec), flush=True)
         records.append(rec)
+    cfg = HBMConfig(pseudo_channels=1, queue_depth=16)
+    rows = args.emulated_rows
+
+    class WithEmulator(wiring.Component):
+        """Controller + emulator: only the request/response streams are ports."""
+
+        def __init__(self):
+            ctrl = PseudoChannelController(cfg)
+            self._ctrl = ctrl
+            super().__init__({"req": wiring.In(ctrl.req.signature.flip()), "rsp": wiring.Out(ctrl.rsp.signature)})
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.ctrl = self._ctrl
+            m.submodules.emu = emu = BRAMEmulator(cfg, rows)
+            wiring.connect(m, self._ctrl.dram, emu.dram)
+            wiring.connect(m, wiring.flipped(self.req), self._ctrl.req)
+            wiring.connect(m, self._ctrl.rsp, wiring.flipped(self.rsp))
+            return m
+
+    verilog = generate_verilog(WithEmulator, name="hbm_pc_emu", key=(cfg, rows))
+    t0 = time.perf_counter()
+    cells = synth_ecp5(verilog, "hbm_pc_emu", ROOT / "build" / "bench" / "hbm_area" / f"emu{rows}")
+    rec = {"queue_depth": 16, "timing": "dramsim3_hbm2", "with_bram_emulator": True, "emulated_rows": rows,
+           "emulated_bytes": BRAMEmulator(cfg, rows).capacity_bytes, **cells,
+           "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
+    print(json.dumps(rec), flush=True)
+    records.append(rec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(records, indent=1) + "\n")
     return 0

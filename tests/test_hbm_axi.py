@@ -21,6 +21,17 @@ TIMINGS = {"ramulator2": RAMULATOR2_HBM2, "compressed_refresh": COMPRESSED_REFRE
 @pytest.mark.cocotb
 @pytest.mark.parametrize("tname", TIMINGS)
 def test_two_axi_masters(tname, simulator, seed, soak):
+    run_two_masters(tname, simulator, seed, soak)
+
+
+@pytest.mark.cocotb
+def test_two_axi_masters_read_sees_write_before_b(simulator):
+    """Regression (seed 767802934): a read may return a write's bytes before that write's B arrives;
+    the testbench used to record the bytes only after B and failed ("never written there")."""
+    run_two_masters("compressed_refresh", simulator, 767802934, False)
+
+
+def run_two_masters(tname, simulator, seed, soak):
     cfg = HBMConfig(**GEOMETRY, timing=TIMINGS[tname], max_refresh_postpone=2)
     verilog = generate_verilog(lambda: HBMController(cfg, axi_ports=2, id_bits=4, rob_depth=16),
                                name="hbm_axi", key=(cfg, 2, 4, 16))

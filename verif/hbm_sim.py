@@ -2,29 +2,42 @@
 
 from __future__ import annotations
 
+from amaranth.hdl import Module
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from hw.hbm.config import HBMConfig
 from hw.hbm.controller import PseudoChannelController
+from hw.hbm.emulator import BRAMEmulator
 from .hbm_harness import PCHarness, Pins
 
 __all__ = ["run_pc_amaranth"]
 
 
 def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
-                    drain_cycles: int = 0, dut_config: HBMConfig | None = None) -> dict:
+                    drain_cycles: int = 0, dut_config: HBMConfig | None = None,
+                    emulated_rows: int | None = None) -> dict:
     """Simulate until every request is answered (plus ``drain_cycles`` idle cycles), at most
     ``max_cycles``; return :meth:`PCHarness.finish`'s statistics.
 
     ``dut_config`` builds the controller from another configuration than the harness's device
     model and checker (tests use it to prove that a controller with a wrong timing fails).
+    With ``emulated_rows``, a :class:`~hw.hbm.emulator.BRAMEmulator` is attached to the controller
+    and supplies the read data (the device model still checks every command and the write data).
 
     Raises:
         AssertionError: any check of the harness, the device model or the JEDEC checker, or a
             time-out (``max_cycles``) with requests outstanding.
     """
-    dut = PseudoChannelController(dut_config or harness.config)
-    d = dut.dram
+    ctrl = PseudoChannelController(dut_config or harness.config)
+    if emulated_rows is None:
+        dut = ctrl
+    else:
+        dut = Module()
+        dut.submodules.ctrl = ctrl
+        dut.submodules.emu = emu = BRAMEmulator(harness.config, emulated_rows)
+        wiring.connect(dut, ctrl.dram, emu.dram)
+    d = ctrl.dram
     result = {}
 
     async def tb(ctx):
@@ -35,19 +48,20 @@ def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
                 row_row=ctx.get(d.row_row), col_cmd=ctx.get(d.col_cmd.as_value()), col_bg=ctx.get(d.col_bg),
                 col_bank=ctx.get(d.col_bank), col_row=ctx.get(d.col_row), col_column=ctx.get(d.col_column),
                 wdata=ctx.get(d.wdata), wmask=ctx.get(d.wmask), wdata_valid=ctx.get(d.wdata_valid),
-                req_ready=ctx.get(dut.req.ready), rsp_valid=ctx.get(dut.rsp.valid),
-                rsp_tag=ctx.get(dut.rsp.payload.tag), rsp_rdata=ctx.get(dut.rsp.payload.rdata),
-                refresh_owed=ctx.get(dut.refresh_owed))
+                req_ready=ctx.get(ctrl.req.ready), rsp_valid=ctx.get(ctrl.rsp.valid),
+                rsp_tag=ctx.get(ctrl.rsp.payload.tag), rsp_rdata=ctx.get(ctrl.rsp.payload.rdata),
+                refresh_owed=ctx.get(ctrl.refresh_owed))
             drv = harness.step(pins)
-            ctx.set(dut.req.valid, drv.req_valid)
-            ctx.set(dut.req.payload.write, drv.req_write)
-            ctx.set(dut.req.payload.addr, drv.req_addr)
-            ctx.set(dut.req.payload.tag, drv.req_tag)
-            ctx.set(dut.req.payload.wdata, drv.req_wdata)
-            ctx.set(dut.req.payload.wmask, drv.req_wmask)
-            ctx.set(dut.rsp.ready, drv.rsp_ready)
-            ctx.set(d.rdata_valid, drv.rdata_valid)
-            ctx.set(d.rdata, drv.rdata)
+            ctx.set(ctrl.req.valid, drv.req_valid)
+            ctx.set(ctrl.req.payload.write, drv.req_write)
+            ctx.set(ctrl.req.payload.addr, drv.req_addr)
+            ctx.set(ctrl.req.payload.tag, drv.req_tag)
+            ctx.set(ctrl.req.payload.wdata, drv.req_wdata)
+            ctx.set(ctrl.req.payload.wmask, drv.req_wmask)
+            ctx.set(ctrl.rsp.ready, drv.rsp_ready)
+            if emulated_rows is None:
+                ctx.set(d.rdata_valid, drv.rdata_valid)
+                ctx.set(d.rdata, drv.rdata)
             await ctx.tick()
             if harness.done:
                 idle += 1

@@ -202,7 +202,6 @@ class PseudoChannelController(wiring.Component):
 
         # ---------------------------------------------------------------- queue state
         valid = Signal(n, name="q_valid")
-        wr_pending = Signal(n, name="q_wr_pending")  # WR issued, data not yet read out of wdata_mem
         q_write = [Signal(name=f"q{i}_write") for i in range(n)]
         q_bank = [Signal(range(nb), name=f"q{i}_bank") for i in range(n)]
         q_row = [Signal(roww, name=f"q{i}_row") for i in range(n)]
@@ -432,7 +431,7 @@ class PseudoChannelController(wiring.Component):
 
         # ---------------------------------------------------------------- queue update
         free = Signal(n, name="q_free")
-        m.d.comb += free.eq(~valid & ~wr_pending)
+        m.d.comb += free.eq(~valid)
         alloc_slot = lowest_index(free, n, range(max(2, n)), "alloc_slot")
         m.d.comb += self.req.ready.eq(free.any())
         accept = self.req.valid & self.req.ready
@@ -481,27 +480,25 @@ class PseudoChannelController(wiring.Component):
         ]
 
         # ---------------------------------------------------------------- write data path
-        # decision at cycle t -> pins at t + 1 (registered) -> data at t + 1 + CWL: the memory is
-        # read (synchronously) CWL cycles after the decision.
-        wr_slot_pipe = [Signal(range(max(2, n)), name=f"wr_slot_d{k}") for k in range(t.CWL)]
-        wr_valid_pipe = [Signal(name=f"wr_valid_d{k}") for k in range(t.CWL)]
-        m.d.sync += [wr_slot_pipe[0].eq(col_slot), wr_valid_pipe[0].eq(do_wr)]
-        for k in range(1, t.CWL):
-            m.d.sync += [wr_slot_pipe[k].eq(wr_slot_pipe[k - 1]), wr_valid_pipe[k].eq(wr_valid_pipe[k - 1])]
-        rd_slot, rd_valid = wr_slot_pipe[-1], wr_valid_pipe[-1]
-        m.d.comb += [wmem_r.addr.eq(rd_slot), wmem_r.en.eq(1)]
-        wdata_valid = Signal(name="wdata_valid_q")
-        m.d.sync += wdata_valid.eq(rd_valid)
+        # Decision at cycle t: the slot's data is read from the queue memory (ready at t + 1) into a
+        # small in-flight FIFO, so the queue slot is free at once; the WR reaches the pins at t + 1
+        # and its data leaves the FIFO at t + 1 + CWL. Writes are >= burst_cycles apart, so at most
+        # (CWL + 1) // burst_cycles + 1 are in flight.
+        m.d.comb += [wmem_r.addr.eq(col_slot), wmem_r.en.eq(do_wr)]
+        inflight_w = (t.CWL + 1) // t.burst_cycles + 2
+        m.submodules.wdata_fifo = wfifo = fifo.SyncFIFO(width=bw + cfg.burst_bytes, depth=inflight_w)
+        wr_strobe = [Signal(name=f"wr_issue_d{k + 1}") for k in range(t.CWL + 1)]
+        m.d.sync += wr_strobe[0].eq(do_wr)
+        for k in range(1, t.CWL + 1):
+            m.d.sync += wr_strobe[k].eq(wr_strobe[k - 1])
         m.d.comb += [
-            self.dram.wdata.eq(wmem_r.data[:bw]),
-            self.dram.wmask.eq(wmem_r.data[bw:]),
-            self.dram.wdata_valid.eq(wdata_valid),
+            wfifo.w_data.eq(wmem_r.data),
+            wfifo.w_en.eq(wr_strobe[0]),
+            wfifo.r_en.eq(wr_strobe[-1]),
+            self.dram.wdata.eq(wfifo.r_data[:bw]),
+            self.dram.wmask.eq(wfifo.r_data[bw:]),
+            self.dram.wdata_valid.eq(wr_strobe[-1]),
         ]
-        for i in range(n):
-            with m.If(do_wr & col_oh[i]):
-                m.d.sync += wr_pending[i].eq(1)
-            with m.Elif(rd_valid & (rd_slot == i)):
-                m.d.sync += wr_pending[i].eq(0)
 
         # ---------------------------------------------------------------- read data path
         m.d.comb += [

@@ -170,11 +170,12 @@ async def two_masters_shared_memory(dut):
                 start = blk * block + wrng.randrange(block // bb) * bb
                 length = wrng.randint(1, blk * block + block - start)
                 data = bytes(wrng.randrange(256) for _ in range(length))
+                for i, v in enumerate(data):  # before the write: other readers may see it before B
+                    mem_history[start + i].add(v)
                 resp = await master.write(start, data)
                 assert resp.resp == AxiResp.OKAY, f"write {start:#x}+{length}: {resp.resp}"
                 for i, v in enumerate(data):
                     shadow[start + i] = v
-                    mem_history[start + i].add(v)
                 counts["writes"] += 1
             else:
                 beats = wrng.randint(1, 16)

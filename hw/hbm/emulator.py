@@ -1,0 +1,103 @@
+"""BRAM-backed emulator of one HBM2 pseudo-channel, for FPGAs (which have no HBM PHY).
+
+It sits on the device side of :func:`~hw.hbm.controller.dram_signature` and answers like the
+device model ``verif/hbm_device.py`` does: a RD on the pins at cycle T returns its burst on
+``rdata``/``rdata_valid`` at T + CL; a WR at T takes ``wdata``/``wmask`` at T + CWL (the controller
+drives them then) and writes the bytes whose mask bit is 1. It checks no timing (the controller
+obeys it; the cocotb device model is where timing is checked) and ignores ACT/PRE/REF.
+
+Storage: one ``burst_bytes * 8``-bit word per burst, addressed by ``(bank_group, bank, row mod
+emulated_rows, column)``, with byte write enables (Yosys maps it to block RAM: DP16KD on ECP5,
+SB_RAM40_4K on iCE40). Rows at or above ``emulated_rows`` alias onto ``row mod emulated_rows``, so
+the emulated capacity is ``banks * emulated_rows * columns * burst_bytes`` bytes.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In
+
+from ..config import check_int
+from .config import HBMConfig
+from .controller import ColCmd, dram_signature
+
+__all__ = ["BRAMEmulator"]
+
+
+class BRAMEmulator(wiring.Component):
+    """Device-side BRAM model of one pseudo-channel.
+
+    Ports: ``dram`` -- ``In(dram_signature(config))`` (commands and write data in, read data out).
+
+    Args:
+        config: the :class:`HBMConfig` of the controller (geometry, CL, CWL).
+        emulated_rows: rows per bank that are stored, a power of two from 1 to ``config.rows``.
+
+    Raises:
+        ValueError: ``emulated_rows`` out of range or not a power of two, or ``timing.CL < 2``.
+    """
+
+    def __init__(self, config: HBMConfig, emulated_rows: int = 1):
+        if not isinstance(config, HBMConfig):
+            raise TypeError(f"config must be an HBMConfig; got {config!r}")
+        check_int("emulated_rows", emulated_rows, 1, config.rows)
+        if emulated_rows & (emulated_rows - 1):
+            raise ValueError(f"emulated_rows must be a power of two from 1 to {config.rows}; got {emulated_rows}")
+        if config.timing.CL < 2:
+            raise ValueError(f"timing.CL must be >= 2 for the BRAM emulator (the RAM's output register is "
+                             f"one cycle); got {config.timing.CL}")
+        self.config, self.emulated_rows = config, emulated_rows
+        super().__init__({"dram": In(dram_signature(config))})
+
+    @property
+    def depth(self) -> int:
+        """Stored bursts: banks * emulated_rows * columns."""
+        return self.config.banks * self.emulated_rows * self.config.columns
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.depth * self.config.burst_bytes
+
+    def elaborate(self, platform):
+        cfg, t = self.config, self.config.timing
+        d = self.dram
+        m = Module()
+        bits = cfg.field_bits
+        rb = (self.emulated_rows - 1).bit_length()
+        m.submodules.store = store = Memory(shape=cfg.burst_bytes * 8, depth=self.depth, init=[])
+        wport = store.write_port(granularity=8)
+        rport = store.read_port()
+
+        def word(bg, bank, row, col):
+            parts = [col[:bits["column"]], row[:rb], bank[:bits["bank"]], bg[:bits["bank_group"]]]
+            return Cat(*parts)
+
+        # reads: the address is taken at the RD cycle T, data registered out of the RAM at T + 1,
+        # then delayed to T + CL.
+        is_rd = d.col_cmd == ColCmd.RD
+        m.d.comb += [rport.addr.eq(word(d.col_bg, d.col_bank, d.col_row, d.col_column)), rport.en.eq(is_rd)]
+        valid = Signal(name="rd_valid_d1")
+        m.d.sync += valid.eq(is_rd)
+        data, v = rport.data, valid
+        for k in range(t.CL - 1):
+            nd, nv = Signal.like(rport.data, name=f"rd_data_d{k + 2}"), Signal(name=f"rd_valid_d{k + 2}")
+            m.d.sync += [nd.eq(data), nv.eq(v)]
+            data, v = nd, nv
+        m.d.comb += [d.rdata.eq(data), d.rdata_valid.eq(v)]
+
+        # writes: remember the address for CWL cycles, write when the data arrives
+        is_wr = d.col_cmd == ColCmd.WR
+        addr, wv = word(d.col_bg, d.col_bank, d.col_row, d.col_column), is_wr
+        for k in range(t.CWL):
+            na = Signal(len(wport.addr), name=f"wr_addr_d{k + 1}")
+            nv = Signal(name=f"wr_valid_d{k + 1}")
+            m.d.sync += [na.eq(addr), nv.eq(wv)]
+            addr, wv = na, nv
+        m.d.comb += [
+            wport.addr.eq(addr),
+            wport.data.eq(d.wdata),
+            wport.en.eq(Cat(*(d.wmask[i] & d.wdata_valid for i in range(cfg.burst_bytes)))),
+        ]
+        return m
