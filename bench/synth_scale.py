@@ -16,11 +16,13 @@ what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, 
 ``largest``
     The largest bf16 and int8 arrays per target. Fit is judged from synthesized cell counts
     (``sim.synth.fit_problems``: lower bounds of LUT4 sites / logic cells, FF, DSP, block RAM vs the
-    part): square N x N by doubling N then bisection, then columns C in [N, 2N) by bisection for
+    part): square N x N by doubling N then bisection, then columns C in [N, 2N] by bisection for
     N rows; the largest fitting N x C is then placed and routed once to confirm; if placement fails,
     C (then N) steps down by one, at most ``--max-confirm`` attempts. The search synthesizes ECP5
     arrays hierarchically (``flatten=False``: each module once, so time does not grow with R x C)
-    and iCE40 arrays flat (Yosys 0.70's abc9 asserts on some hierarchical iCE40 designs). Bounds:
+    and iCE40 arrays flat; a hierarchical run that fails (Yosys 0.70's abc9 asserts on some
+    hierarchical designs, e.g. every int8 array here) is repeated flat. The confirming place and
+    route always uses the flat netlist, as ``mxu synth`` does. Bounds:
     N <= 64, and each place and route is stopped after ``--pnr-timeout`` s (reported).
 
 Usage (the machine may be shared: run niced, one flow at a time, which this script does)::
@@ -228,8 +230,8 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64):
         result.update(largest_by_synthesis=None, confirmed=None, synth_runs=len(cache),
                       runs=list(cache.values()), search_s=round(time.perf_counter() - t0, 1))
         return result
-    # columns for that many rows, in [rows, 2*rows)
-    clo, chi = rows, 2 * rows
+    # columns for that many rows, in [rows, 2*rows]
+    clo, chi = rows, 2 * rows + 1
     while chi - clo > 1:
         mid = (clo + chi) // 2
         if _fits(target, fmt, rows, mid, dsp, flatten, cache):
@@ -243,7 +245,7 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64):
     while len(attempts) < max_confirm and r >= 1 and c >= 1:
         cfg = MXUConfig(r, c, fmt, "ftz", 2 if fmt == "bf16" else 1)
         rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}_pnr", "mxu", cfg, target,
-                   freq=100.0 if target.startswith("ecp5") else 20.0, flatten=flatten, dsp=dsp,
+                   freq=100.0 if target.startswith("ecp5") else 20.0, flatten=True, dsp=dsp,
                    pnr_timeout_s=timeout)
         attempts.append(rec)
         if rec["status"] == "ok":

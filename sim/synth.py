@@ -82,9 +82,11 @@ class Target:
         speed: speed grade (ECP5: 6, 7 or 8; iCE40 UP5K: one grade, ``""``).
         constraints: file name under ``constraints/`` (PCF for iCE40, LPF for ECP5).
         board_clock_mhz: the board oscillator on the ``clk`` pin, in MHz; the default ``--freq``.
-        capacity: datasheet capacity (LUT4, FF, carry cells, DSP, BRAM blocks, SPRAM, user I/O).
-            The flow checks synthesized cell counts against it before placement; after placement
-            the report uses the ``available`` counts nextpnr gives (the tests check both agree).
+        capacity: datasheet capacity (LUT4, FF, carry cells, DSP, BRAM blocks, SPRAM, user I/O of
+            the package). The flow checks synthesized cell counts against it before placement;
+            after placement the report uses the ``available`` counts nextpnr gives (the tests check
+            both agree), except for I/O: nextpnr-ecp5 counts every pad of the die (365 on the 85k),
+            not the package's pins (118 on the csfBGA285).
         nextpnr_args: the device arguments of nextpnr.
     """
 
@@ -153,6 +155,7 @@ _LABELS = {
 }
 
 _FIT_ERRORS = re.compile(r"no BELs remaining|utili[sz]ation limit|Unable to place|Failed to find a legal|"
+                         r"Failed to expand region|"
                          r"not enough|too many|exceeds", re.IGNORECASE)
 
 
@@ -470,9 +473,9 @@ def _utilization(target: Target, cells: dict, pnr: dict | None) -> dict:
         elif fam == "ecp5" and r == "lutram":
             used, (av, src) = cells[r], avail(r, "TRELLIS_RAMW")
             placed_from = "yosys"
-        elif r == "io":
+        elif r == "io":  # package pins: nextpnr-ecp5 counts every pad of the die (365 on the 85k)
             used = int(util[bels[r]]["used"]) if bels[r] in util else 3
-            av, src = avail(r, bels[r])
+            av, src = target.capacity["io"], "datasheet (package pins)"
             placed_from = "nextpnr" if bels[r] in util else "wrapper"
         else:
             bel = bels.get(r)
