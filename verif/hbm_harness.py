@@ -108,6 +108,9 @@ class PCHarness:
         rng: with a generator, ``req.valid`` is withheld with probability ``gap_p`` and ``rsp.ready``
             is low with probability ``stall_p`` in each cycle; without, both are always on.
         pc: which pseudo-channel of the device model the controller talks to.
+        max_outstanding: offer a request only while fewer than this many are outstanding (reads
+            without response, writes not yet on the pins); 1 measures unloaded latency. ``None``:
+            no limit but the tags.
     """
 
     config: HBMConfig
@@ -116,6 +119,7 @@ class PCHarness:
     gap_p: float = 0.2
     stall_p: float = 0.2
     pc: int = 0
+    max_outstanding: int | None = None
     device: HBMDevice | None = None
     shadow: dict[int, bytearray] = field(default_factory=dict)
     latencies: list[tuple[str, bool, bool, int, int]] = field(default_factory=list)
@@ -195,7 +199,8 @@ class PCHarness:
             self.responses += 1
 
         # ---- requests
-        if self._offer is None and self._next < len(self.requests) and self._free_tags:
+        room = self.max_outstanding is None or len(self._reads) + len(self._writes) < self.max_outstanding
+        if self._offer is None and self._next < len(self.requests) and self._free_tags and room:
             if self.rng is None or self.rng.random() >= self.gap_p:
                 self._offer = (self._next, self._free_tags.pop(0))
                 self._next += 1

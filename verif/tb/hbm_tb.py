@@ -3,7 +3,8 @@
 ``HBM_TB_CONFIG`` (JSON): ``config`` (:meth:`hw.hbm.config.HBMConfig.as_dict` output, ``timing`` may
 be a preset name), ``seed``, ``traffic`` (a list of ``{"kind": "sequential" | "random" | "conflicts",
 "count": N, ...}`` segments, see :func:`verif.hbm_harness.build_traffic`), ``gap_p`` / ``stall_p`` (0 = stream always
-offered / always ready), ``max_cycles``, ``drain_cycles``. ``HBM_TB_REPORT`` (optional): a path where
+offered / always ready), ``max_outstanding`` (1 = one request at a time), ``max_cycles``,
+``drain_cycles``. ``HBM_TB_REPORT`` (optional): a path where
 the run's statistics (:meth:`verif.hbm_harness.PCHarness.finish`) are written as JSON.
 
 Test ``traffic``: the requests go through :class:`verif.hbm_harness.PCHarness` exactly as in the
@@ -49,7 +50,8 @@ async def traffic(dut):
     rng = np.random.default_rng(seed)
     reqs = build_traffic(config, CFG["traffic"], rng)
     gap_p, stall_p = float(CFG.get("gap_p", 0.0)), float(CFG.get("stall_p", 0.0))
-    h = PCHarness(config, reqs, rng=rng if (gap_p or stall_p) else None, gap_p=gap_p, stall_p=stall_p)
+    h = PCHarness(config, reqs, rng=rng if (gap_p or stall_p) else None, gap_p=gap_p, stall_p=stall_p,
+                  max_outstanding=CFG.get("max_outstanding"))
     max_cycles = int(CFG.get("max_cycles", 100_000))
     drain = int(CFG.get("drain_cycles", 0))
     rl, sl = request_layout(config), response_layout(config)
