@@ -70,6 +70,17 @@ def test_fit_problems_lower_bounds():
         "LUT4 sites (LUT4 + 2 per CCU2C + 2 per DPR16X4): needs 24290, LFE5U-25F-6BG381C has 24288"]
 
 
+@pytest.mark.parametrize("line,fits", [  # nextpnr 0.11 messages seen on designs that were too big
+    ("ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.", False),
+    ("ERROR: Unable to place cell 'block.skew_c4_ram[2]_SB_DFFE_Q_31_DFFLC', no BELs remaining to implement cell "
+     "type 'ICESTORM_LC'", False),
+    ("ERROR: Failed to expand region (0, 0) |_> (25, 31) of 7245 ICESTORM_LCs", False),
+    ("ERROR: Failed to route arc 0 of net 'x'.", True),
+])
+def test_nextpnr_not_fit_messages(line, fits):
+    assert (synth._FIT_ERRORS.search(line) is None) == fits
+
+
 def test_ice40_int8_mac_placed_from_cli(tmp_path):
     """int8 MAC on the UP5K through the command, output folder under /tmp: one SB_MAC16, the
     wrapper's cost exact, capacities as nextpnr reports them, no Fmax claimed through the DSP."""
