@@ -14,7 +14,8 @@ what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, 
     int8 4x4 MXU (the ``ice40-int8-4x4`` preset, 1 stage) on ice40-up5k: with DSPs (16 SB_MAC16
     needed, 8 there: reported as not fitting) and with LUT multipliers (placed and routed).
 ``largest``
-    The largest bf16 and int8 arrays per target. Fit is judged from synthesized cell counts
+    The largest bf16 and int8 arrays per target (bf16 with ``--largest-bf16-stages``, int8 with
+    1 stage). Fit is judged from synthesized cell counts
     (``sim.synth.fit_problems``: lower bounds of LUT4 sites / logic cells, FF, DSP, block RAM vs the
     part): square N x N by doubling N then bisection, then columns C in [N, 2N] by bisection for
     N rows; the largest fitting N x C is then placed and routed once to confirm; if placement fails,
@@ -22,7 +23,8 @@ what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, 
     arrays hierarchically (``flatten=False``: each module once, so time does not grow with R x C)
     and iCE40 arrays flat; a hierarchical run that fails (Yosys 0.70's abc9 asserts on some
     hierarchical designs, e.g. every int8 array here) is repeated flat. The confirming place and
-    route always uses the flat netlist, as ``mxu synth`` does. Bounds:
+    route always uses the flat netlist, as ``mxu synth`` does; an array already placed by the
+    ``mxu85k`` section is reused, not placed again. Bounds:
     N <= 64, and each place and route is stopped after ``--pnr-timeout`` s (reported).
 
 Usage (the machine may be shared: run niced, one flow at a time, which this script does)::
@@ -194,10 +196,17 @@ def section_up5k(res: Results, timeout):
     res.save()
 
 
+def _stages(fmt):
+    return BF16_STAGES if fmt == "bf16" else 1
+
+
+BF16_STAGES = 2
+
+
 def _fits(target, fmt, r, c, dsp, flatten, cache):
     key = (r, c)
     if key not in cache:
-        cfg = MXUConfig(r, c, fmt, "ftz", 2 if fmt == "bf16" else 1)
+        cfg = MXUConfig(r, c, fmt, "ftz", _stages(fmt))
         rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}", "mxu", cfg, target, place=False,
                    flatten=flatten, dsp=dsp)
         if rec["status"] == "tool_failed" and not flatten:  # abc9 on a hierarchical design: retry flat
@@ -207,7 +216,7 @@ def _fits(target, fmt, r, c, dsp, flatten, cache):
     return cache[key]["status"] == "ok"
 
 
-def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64):
+def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64, known=()):
     t0 = time.perf_counter()
     flatten = not target.startswith("ecp5")
     cache: dict = {}
@@ -224,7 +233,7 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64):
         else:
             hi = mid
     rows = lo
-    result = {"target": target, "fmt": fmt, "dsp": dsp, "stages": 2 if fmt == "bf16" else 1,
+    result = {"target": target, "fmt": fmt, "dsp": dsp, "stages": _stages(fmt),
               "largest_square": rows}
     if rows == 0:
         result.update(largest_by_synthesis=None, confirmed=None, synth_runs=len(cache),
@@ -243,7 +252,14 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64):
     confirmed, attempts = None, []
     r, c = rows, clo
     while len(attempts) < max_confirm and r >= 1 and c >= 1:
-        cfg = MXUConfig(r, c, fmt, "ftz", 2 if fmt == "bf16" else 1)
+        cfg = MXUConfig(r, c, fmt, "ftz", _stages(fmt))
+        same = [k for k in known if k.get("status") == "ok" and k["target"] == target and k["dsp"] == dsp
+                and k["params"] == {"block": "mxu", **cfg.__dict__}]
+        if same:  # this array was already placed and routed (e.g. the mxu85k section): reuse it
+            log(f"confirm {target} {fmt} {r}x{c}: reusing {same[0]['tag']}")
+            attempts.append({**same[0], "reused": same[0]["tag"]})
+            confirmed = [r, c]
+            break
         rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}_pnr", "mxu", cfg, target,
                    freq=100.0 if target.startswith("ecp5") else 20.0, flatten=True, dsp=dsp,
                    pnr_timeout_s=timeout)
@@ -266,7 +282,8 @@ def section_largest(res: Results, targets, fmts, timeout, max_confirm):
         for fmt, dsp in fmts:
             key = f"{target}/{fmt}{'' if dsp else '/lut-multipliers'}"
             log(f"largest: {key}")
-            largest[key] = search_largest(target, fmt, dsp, timeout, max_confirm)
+            known = [res.data["mxu85k"]] if "mxu85k" in res.data else []
+            largest[key] = search_largest(target, fmt, dsp, timeout, max_confirm, known=known)
             res.save()
 
 
@@ -281,7 +298,11 @@ def main(argv=None) -> int:
     ap.add_argument("--mxu85k-stages", type=int, default=4)
     ap.add_argument("--pnr-timeout", type=float, default=2400.0, help="seconds per nextpnr run")
     ap.add_argument("--max-confirm", type=int, default=3)
+    ap.add_argument("--largest-bf16-stages", type=int, default=2,
+                    help="PE stages of the bf16 arrays in the largest-array search (default 2, the MXU default)")
     args = ap.parse_args(argv)
+    global BF16_STAGES
+    BF16_STAGES = args.largest_bf16_stages
     res = Results(RESULTS)
     t0 = time.perf_counter()
     for section in args.only.split(","):
