@@ -40,9 +40,11 @@ def synth_ecp5(verilog: Path, top: str, work: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--depths", default="8,16")
-    ap.add_argument("--emulated-rows", type=int, default=4)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_area.json")
+    ap.add_argument("--depths", default="8,16", help="comma list of queue depths to synthesize")
+    ap.add_argument("--emulated-rows", type=int, default=4,
+                    help="rows per bank stored by the BRAM emulator in the controller + emulator record")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_area.json",
+                    help="JSON output (default bench/results/hbm_area.json)")
     args = ap.parse_args(argv)
     records = []
     for depth in (int(d) for d in args.depths.split(",")):

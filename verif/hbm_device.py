@@ -122,6 +122,11 @@ class HBMDevice:
             out.append(self._reads.popleft())
         return out
 
+    @property
+    def idle(self) -> bool:
+        """No read data to return and no write data awaited."""
+        return not self._reads and not self._writes
+
     def finish(self, cycle: int) -> dict:
         """End of run: no read or write data may be outstanding; checks the refresh cadence."""
         self._settle(cycle)

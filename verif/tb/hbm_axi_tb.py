@@ -158,7 +158,7 @@ async def two_masters_shared_memory(dut):
     n_blocks = region // block
     bb = cfg.burst_bytes
     mem_history: dict[int, set] = defaultdict(lambda: {0})
-    counts = {"writes": 0, "reads": 0, "bytes_checked": 0}
+    counts = {"writes": 0, "reads": 0, "bytes_checked": 0, "write_bursts": 0}
 
     async def worker(port: int, owner: int, wrng: random.Random):
         shadow = {}
@@ -177,6 +177,7 @@ async def two_masters_shared_memory(dut):
                 for i, v in enumerate(data):
                     shadow[start + i] = v
                 counts["writes"] += 1
+                counts["write_bursts"] += -(-length // bb)
             else:
                 beats = wrng.randint(1, 16)
                 start = wrng.randrange(region // bb - beats + 1) * bb
@@ -198,7 +199,16 @@ async def two_masters_shared_memory(dut):
             tasks.append(cocotb.start_soon(worker(port, port * workers + wk, random.Random(rng.random()))))
     for t in tasks:
         await t
-    for _ in range(20):
+    # Writes are posted: B comes back when a burst is queued, so the last WRs (and their data at
+    # WR + CWL) may still be ahead, behind a refresh for example. Wait until the device has
+    # received every write burst before the end-of-run checks.
+    waited = 0
+    while b.device.writes < counts["write_bursts"] or not b.device.idle:
+        assert waited < 20_000, (f"{b.device.writes} of {counts['write_bursts']} write bursts reached the "
+                                 f"device {waited} cycles after the last B")
+        await RisingEdge(dut.clk)
+        waited += 1
+    for _ in range(4):
         await RisingEdge(dut.clk)
     b.stop = True
     await Timer(1, unit="ns")
