@@ -7,7 +7,10 @@ columns), plus one record of the FPGA configuration: controller + BRAM emulator
 (:class:`hw.hbm.emulator.BRAMEmulator`) storing ``--emulated-rows`` rows per bank. Synthesis only:
 no place and route, so no Fmax (``mxu synth`` does that). Usage::
 
-    .venv/bin/python bench/hbm_area.py [--depths 8,16] [--emulated-rows 4]
+    .venv/bin/python bench/hbm_area.py [--depths 8,16] [--emulated-rows 4] [--place ecp5-85k --freq 100]
+
+``--place TARGET`` also places and routes the controller + emulator out of context with ``mxu synth``'s
+flow (:func:`sim.synth.run_flow`) and records utilization and the achieved Fmax.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ def main(argv=None) -> int:
     ap.add_argument("--depths", default="8,16", help="comma list of queue depths to synthesize")
     ap.add_argument("--emulated-rows", type=int, default=4,
                     help="rows per bank stored by the BRAM emulator in the controller + emulator record")
+    ap.add_argument("--place", default=None, help="also place and route controller + emulator on this "
+                    "mxu synth target (e.g. ecp5-85k)")
+    ap.add_argument("--freq", type=float, default=100.0, help="requested clock for --place, MHz")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_area.json",
                     help="JSON output (default bench/results/hbm_area.json)")
     args = ap.parse_args(argv)
@@ -82,7 +88,16 @@ def main(argv=None) -> int:
     rec = {"queue_depth": 16, "timing": "dramsim3_hbm2", "with_bram_emulator": True, "emulated_rows": rows,
            "emulated_bytes": cfg.banks * rows * cfg.columns * cfg.burst_bytes, **cells,
            "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
-    print(json.dumps(rec), flush=True)
+    if args.place:
+        from sim import synth
+        t0 = time.perf_counter()
+        report = synth.run_flow(verilog, "hbm_pc_emu", args.place,
+                                ROOT / "build" / "bench" / "hbm_area" / f"place-{args.place}",
+                                freq_mhz=args.freq, block={"hbm_pc_emu": str((cfg.queue_depth, rows))})
+        rec["placed"] = {"target": args.place, "requested_mhz": args.freq,
+                         "report": report, "wall_s": round(time.perf_counter() - t0, 1)}
+        print(synth.format_report(report), flush=True)
+    print(json.dumps({k: v for k, v in rec.items() if k != "placed"}), flush=True)
     records.append(rec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(records, indent=1) + "\n")
