@@ -148,16 +148,6 @@ def sc_trfc_pre(t):
     return [_s(0, "REF")], 0, ("PRE", B0, 0, 0)
 
 
-def sc_data_bus_rd(t):
-    setup, p = _two_groups(t)
-    return setup + [_s(p, "RD")], p, ("RD", G1, 5, 0)
-
-
-def sc_data_bus_wr(t):
-    setup, p = _two_groups(t)
-    return setup + [_s(p, "WR")], p, ("WR", G1, 5, 0)
-
-
 def sc_tfaw(t):
     s = t.tRRD_S
     setup = [_s(i * s, "ACT", (i, 0)) for i in range(4)]
@@ -194,8 +184,9 @@ SCENARIOS = {
     "tRFC": [(sc_trfc_act, _no_tweak), (sc_trfc_ref, _no_tweak), (sc_trfc_pre, _no_tweak)],
 }
 EXTRA = {  # non-table rules tested at a boundary: name -> (scenario, tweak, distance(t))
-    "DATA_BUS": [(sc_data_bus_rd, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles),
-                 (sc_data_bus_wr, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles)],
+    # the tCCD_S scenarios with tCCD_S = 1 < burst_cycles: the data bus is what binds
+    "DATA_BUS": [(sc_tccd_s_rd, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles),
+                 (sc_tccd_s_wr, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles)],
     "tFAW": [(sc_tfaw, _no_tweak, lambda t: t.tFAW)],
 }
 RULE_BY_NAME = {r.name: r for r in RULES}

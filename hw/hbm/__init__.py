@@ -1,23 +1,10 @@
-"""HBM2-style pseudo-channel memory controller: configuration (geometry + timing sets)."""
+"""HBM2-style pseudo-channel memory controller: configuration (geometry + timing sets).
 
-from .config import (
-    COMPRESSED_REFRESH,
-    DRAMSIM3_HBM2,
-    RAMULATOR2_HBM2,
-    TIMING_PRESETS,
-    ADDRESS_FIELDS,
-    HBMConfig,
-    HBMTiming,
-    PagePolicy,
-)
+The controller (:mod:`.controller`), AXI4 top (:mod:`.axi`) and BRAM emulator (:mod:`.emulator`)
+are imported from their modules; this package re-exports the configuration.
+"""
 
-__all__ = [
-    "ADDRESS_FIELDS",
-    "COMPRESSED_REFRESH",
-    "DRAMSIM3_HBM2",
-    "HBMConfig",
-    "HBMTiming",
-    "PagePolicy",
-    "RAMULATOR2_HBM2",
-    "TIMING_PRESETS",
-]
+from . import config
+from .config import *  # noqa: F401,F403  (the names of config.__all__)
+
+__all__ = list(config.__all__)
