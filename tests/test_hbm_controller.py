@@ -179,9 +179,36 @@ def test_controller_with_wrong_timing_fails(field, delta, rules, seed):
     assert e.value.rule in rules, str(e.value)
 
 
-def test_response_buffer_depth_covers_round_trip():
-    assert response_fifo_depth(_cfg(DRAMSIM3_HBM2)) == 11
-    assert response_fifo_depth(_cfg(RAMULATOR2_HBM2)) == 7
+@pytest.mark.parametrize("tname", TIMINGS)
+def test_unloaded_hit_and_conflict_exact_latency(tname):
+    """One request at a time to one bank: closed (tRCD + CL + 4), row hit (CL + 4), row conflict
+    once tRAS and tRTP are long met (tRP + tRCD + CL + 4)."""
+    t = TIMINGS[tname]
+    cfg = _cfg(t)
+    a, a2, b = cfg.encode(0, 1, 2, 3, 4), cfg.encode(0, 1, 2, 3, 5), cfg.encode(0, 1, 2, 9, 0)
+    h = PCHarness(cfg, [Request(False, a), Request(False, a2), Request(False, b)], max_outstanding=1)
+    run_pc_amaranth(h, 2000)
+    assert [(k, lat) for k, _, _, lat, _ in h.latencies] == [
+        ("closed", t.tRCD + t.CL + 4), ("hit", t.CL + 4), ("conflict", t.tRP + t.tRCD + t.CL + 4)]
+
+
+@pytest.mark.parametrize("write", [False, True], ids=["reads", "writes"])
+@pytest.mark.parametrize("tname", TIMINGS)
+def test_sequential_bursts_back_to_back(tname, write):
+    """800 sequential bursts at the HBM2 geometry (16 banks, 32 columns per row): every column
+    command exactly burst_cycles after the previous one, across row and bank switches and the wrap
+    back to bank 0 (after 512 bursts). The response buffer (response_fifo_depth: 11 / 7 entries)
+    covers the read round trip. Regression: write slots used to stay busy for CWL cycles after the
+    WR, and from the wrap on every row cost 2 extra cycles (DRAMsim3 timings)."""
+    t = TIMINGS[tname]
+    cfg = HBMConfig(pseudo_channels=1, queue_depth=16, timing=t)
+    assert response_fifo_depth(cfg) == {"dramsim3": 11, "ramulator2": 7}[tname]
+    h = PCHarness(cfg, sequential(cfg, 800, write, np.random.default_rng(1)))
+    run_pc_amaranth(h, 5000)
+    cycles = [c for c, _ in h.column_commands]
+    assert len(cycles) == 800
+    gaps = {b - a for a, b in zip(cycles, cycles[1:])}
+    assert gaps == {t.burst_cycles}, sorted(gaps)
 
 
 def test_config_errors():

@@ -124,6 +124,7 @@ class PCHarness:
     shadow: dict[int, bytearray] = field(default_factory=dict)
     latencies: list[tuple[str, bool, bool, int, int]] = field(default_factory=list)
     data_busy_cycles: int = 0
+    column_commands: list[tuple[int, Cmd]] = field(default_factory=list)  # (cycle, RD/WR) on the pins
     first_cycle: int | None = None
     last_data_cycle: int = 0
     cycle: int = 0
@@ -154,17 +155,19 @@ class PCHarness:
         drive = Drive()
         self.max_owed = max(self.max_owed, pins.refresh_owed)
 
-        # ---- commands on the pins (row bus first: a PRE and a column command may share a cycle)
+        # ---- the device: every command checked, write data taken, read data returned
+        drive.rdata_valid, drive.rdata = device_cycle(dev, c, {self.pc: pins})[self.pc]
+
+        # ---- bookkeeping of the commands on the pins
         if pins.row_cmd:
             cmd = _ROW[pins.row_cmd]
-            dev.command(c, self.pc, cmd, pins.row_bg, pins.row_bank, pins.row_row, 0)
             if cmd in (Cmd.REF, Cmd.PREA):
                 self._refreshing_until = max(self._refreshing_until, c + (t.tRFC if cmd is Cmd.REF else t.tRP))
                 for p in [*self._reads.values(), *self._writes]:
                     p.refresh_blocked = True
         if pins.col_cmd:
             cmd = _COL[pins.col_cmd]
-            dev.command(c, self.pc, cmd, pins.col_bg, pins.col_bank, pins.col_row, pins.col_column)
+            self.column_commands.append((c, cmd))
             self.data_busy_cycles += t.burst_cycles
             start = c + (t.CL if cmd is Cmd.RD else t.CWL)
             self.last_data_cycle = max(self.last_data_cycle, start + t.burst_cycles)
@@ -177,11 +180,6 @@ class PCHarness:
                         break
                 else:
                     raise AssertionError(f"cycle {c}: WR to address {addr:#x} that no queued write targets")
-        if pins.wdata_valid:
-            dev.write_data(c, self.pc, pins.wdata.to_bytes(self._bytes, "little"), pins.wmask)
-        for rd in dev.tick(c):
-            assert rd.pc == self.pc
-            drive.rdata_valid, drive.rdata = 1, int.from_bytes(rd.data, "little")
 
         # ---- responses
         drive.rsp_ready = int(self.rng is None or self.rng.random() >= self.stall_p)
