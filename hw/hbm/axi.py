@@ -8,7 +8,8 @@ AXI4 support (AMBA AXI and ACE Protocol Specification, ARM IHI 0022, sections A3
 * Data width = one HBM burst (``burst_bytes * 8`` bits, 256 for HBM2): one AXI beat is one RD/WR.
 * INCR bursts of 1..256 beats with ``AxSIZE = log2(burst_bytes)`` (full-width beats) and a
   ``burst_bytes``-aligned start address are served. Anything else -- FIXED or WRAP bursts, narrow
-  beats (smaller AxSIZE), an unaligned start address, a burst running past the end of memory -- is
+  beats (smaller AxSIZE), an unaligned start address, a burst running past the end of memory (which
+  a legal master cannot issue: the capacity is a power of two and bursts may not wrap it) -- is
   answered with **SLVERR** and touches no memory: a write burst's W beats are taken and dropped and
   one B with SLVERR follows; a read burst returns ARLEN + 1 beats of zeros with SLVERR, the last with
   RLAST. ``WSTRB`` is honoured byte by byte (it becomes the controller's write mask).
