@@ -1,4 +1,5 @@
-"""The ``mxu`` command: generate Verilog, and run the main job (``mxu demo``).
+"""The ``mxu`` command: generate Verilog, run GEMMs through the RTL (``mxu matmul``), synthesize
+(``mxu synth``), and run the main job (``mxu demo``).
 
 Every subcommand prints ``--help`` with units; bad input prints one line ``mxu: error: ...`` on
 stderr and exits with status 2 (no traceback, no partial output); work longer than a few seconds
@@ -92,17 +93,9 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("-o", "--out", required=True, type=_out_dir,
                    help="output folder (created; both files appear together or not at all)")
 
+    _add_matmul_parser(sub)
     _add_synth_parser(sub)
-
-    d = sub.add_parser("demo", help="the main job: random bf16 MACs through the generated RTL vs the golden model",
-                       description="Generate the MAC, build it in a simulator, run random MACs from five "
-                                   "distributions against the bit-exact golden model, print a summary.")
-    _add_mac_options(d)
-    d.add_argument("--vectors", type=_positive, default=5000,
-                   help="random MACs to run (default: 5000, split over the distributions)")
-    d.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
-    d.add_argument("--seed", type=_seed, default=None, help="random seed, 0..2**31-1 (default: random, printed)")
-    d.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
+    _add_demo_parser(sub)
     return p
 
 
@@ -276,6 +269,402 @@ def _cmd_generate(args) -> int:
     return 0
 
 
+# ---- mxu matmul --------------------------------------------------------------------------------
+
+#: MXU sizes the GEMM engine takes for --rows and --cols (powers of two).
+ENGINE_SIZES = tuple(2**i for i in range(9))
+PSEUDO_CHANNELS = (1, 2, 4)
+_RAW_BITS = {"bf16": "uint16", "fp8_e4m3fn": "uint8", "fp8_e5m2": "uint8", "int8": "uint8"}
+
+
+def _engine_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value not in ENGINE_SIZES:
+        raise argparse.ArgumentTypeError(
+            f"must be a power of two for the GEMM engine ({', '.join(map(str, ENGINE_SIZES))}), not {text!r}")
+    return value
+
+
+def _npy_path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a .npy file, not an empty string")
+    return Path(text)
+
+
+def _waves_path(text: str) -> Path:
+    path = Path(text)
+    if path.suffix not in (".fst", ".vcd"):
+        raise argparse.ArgumentTypeError(f"must end in .fst or .vcd (the suffix picks the format), not {text!r}")
+    return path
+
+
+def _add_matmul_parser(sub) -> None:
+    m = sub.add_parser(
+        "matmul", help="run one GEMM C = A @ B (+ C0) through the GEMM engine RTL and check it bit for bit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""\
+Run C = C0 + A @ B through the generated GEMM engine (MXU + HBM controller + device model) in a
+simulator, compare every result bit for bit with the golden model (one sequential fp32 chain over
+k per element, verif.golden.matmul), write C and print one JSON object on stdout.
+
+Inputs are 2-D .npy files (numpy.save): A is M x K, B is K x N.
+  bf16 / fp8: float32 values are rounded to nearest even into the format, float64 values are
+              rounded once; with --bits, A and B hold raw bit patterns instead (uint16 for bf16,
+              uint8 for fp8). uint16/uint8 arrays without --bits are refused.
+  int8:       int8 arrays (any integer array with values in -128..127); with --bits, uint8
+              two's-complement bytes.
+  --c C0:     M x N initial accumulator, float32 (float64/float16 are rounded RNE to float32);
+              for int8 any integer array with values in the int32 range.
+
+Output C.npy: float32 for --out-fmt fp32 (NaN is the canonical 0x7FC00000), int32 for int8, and
+for --out-fmt bf16 the bf16 results widened exactly to float32 (C.view(np.uint32) >> 16 gives the
+bf16 bit patterns). The file is written atomically (all or nothing).
+
+JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, sim, pseudo_channels,
+cycles (engine cycles, start to done), predicted_cycles (the array alone with always-ready
+streams, verif.cycles.gemm_cycles), ideal_cycles (M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2
+weight-stationary), utilization (ideal/cycles), status (the engine's STATUS code, 0 = ok),
+bitexact, mismatches, build_s, sim_cycles_per_s, wall_s, output.
+
+Exit status: 0 when every result is bit-exact; 1 when any result differs from the golden model
+(C.npy is still written, holding the RTL's results, and the first mismatches with both bit
+patterns go to stderr), when the engine reports an error status (nothing written) or when the
+simulator fails; 2 for bad input (one line on stderr, nothing written).""")
+    m.add_argument("a", type=_npy_path, metavar="A.npy", help="left operand, M x K")
+    m.add_argument("b", type=_npy_path, metavar="B.npy", help="right operand, K x N")
+    m.add_argument("-o", "--out", required=True, type=_npy_path, metavar="C.npy",
+                   help="where to write the M x N result (.npy; written atomically)")
+    m.add_argument("--c", type=_npy_path, default=None, metavar="C0.npy",
+                   help="initial accumulator, M x N (float32; integers for int8); default +0")
+    m.add_argument("--rows", type=_engine_size, default=None,
+                   help="MXU PE rows R, a power of two (default 8)")
+    m.add_argument("--cols", type=_engine_size, default=None,
+                   help="MXU PE columns C, a power of two (default 8)")
+    m.add_argument("--preset", default=None, metavar="NAME",
+                   help="named MXU configuration (rows, cols, fmt, subnormals, stages; options given "
+                        "explicitly win): " + ", ".join(_preset_names()))
+    m.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16)")
+    m.add_argument("--subnormals", choices=SUBNORMALS, default=None,
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    m.add_argument("--stages", type=_stages, default=None,
+                   help="pipeline stages of each PE's MAC, 1..4 cycles (default 2)")
+    m.add_argument("--out-fmt", choices=("fp32", "bf16"), default="fp32",
+                   help="result format: fp32 (default; int32 for int8) or bf16 (fp32 rounded once, RNE)")
+    m.add_argument("--bits", action="store_true",
+                   help="A and B hold raw bit patterns (uint16 for bf16, uint8 for fp8 and int8)")
+    m.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
+    m.add_argument("--waves", type=_waves_path, default=None, metavar="OUT.fst",
+                   help="record a waveform there (.fst or .vcd)")
+    m.add_argument("--pseudo-channels", type=int, choices=PSEUDO_CHANNELS, default=None, metavar="P",
+                   help="HBM pseudo-channels of the engine's memory system: 1, 2 or 4 (default 2)")
+
+
+def _load_npy(path: Path, what: str):
+    """Read a .npy file without pickles; every failure is a UsageError naming ``what`` and the path."""
+    import numpy as np
+
+    where = f"{what} {path}"
+    try:
+        with open(path, "rb") as f:
+            if f.read(6) != b"\x93NUMPY":
+                raise UsageError(f"{where}: not a .npy file (write it with numpy.save)")
+            f.seek(0)
+            array = np.lib.format.read_array(f, allow_pickle=False)
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{where}: is a folder, not a .npy file") from None
+    except OSError as e:
+        raise UsageError(f"{where}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        if "Object arrays" in str(e) or "pickle" in str(e):
+            raise UsageError(f"{where}: holds Python objects (dtype object); save a numeric array") from None
+        first = str(e).splitlines()[0] if str(e) else "malformed"
+        raise UsageError(f"{where}: corrupt or truncated .npy file ({first})") from None
+    except UsageError:
+        raise
+    except Exception as e:  # numpy's header parser raises EOFError, SyntaxError, tokenize errors...
+        raise UsageError(f"{where}: corrupt or truncated .npy file ({type(e).__name__})") from None
+    if array.dtype.byteorder not in ("=", "|") and array.dtype.kind in "fiu":
+        array = array.astype(array.dtype.newbyteorder("="))
+    return np.ascontiguousarray(array)
+
+
+def _check_matrix(array, what: str, path: Path) -> None:
+    if array.ndim != 2:
+        raise UsageError(f"{what} {path} must be a 2-D matrix; got shape {tuple(array.shape)}")
+    if 0 in array.shape:
+        raise UsageError(f"{what} {path} is {array.shape[0]}x{array.shape[1]}: empty dimension (0); "
+                         "every dimension must be at least 1")
+
+
+def _operand(array, what: str, path: Path, fmt: str, bits: bool):
+    """Convert a loaded A or B into ``fmt`` following the input rules of ``mxu matmul``."""
+    import numpy as np
+
+    from verif.golden import dtype_of, to_format
+
+    _check_matrix(array, what, path)
+    dt = array.dtype
+    if dt.kind == "V":
+        raise UsageError(f"{what} {path} has dtype {dt} (raw bytes, e.g. an ml_dtypes array): save its "
+                         f"{_RAW_BITS[fmt]} bit patterns (.view(np.{_RAW_BITS[fmt]})) and pass --bits")
+    if bits:
+        allowed = (np.uint16,) if fmt == "bf16" else (np.uint8, np.int8) if fmt == "int8" else (np.uint8,)
+        if dt not in [np.dtype(t) for t in allowed]:
+            raise UsageError(f"{what} {path} has dtype {dt}; with --bits, --fmt {fmt} takes "
+                             f"{_RAW_BITS[fmt]} bit patterns")
+        return array.view(dtype_of(fmt))
+    if fmt == "int8":
+        if dt == np.uint8:
+            raise UsageError(f"{what} {path} is uint8: pass --bits if it holds int8 bit patterns "
+                             "(two's complement), or save int8 values")
+        if dt.kind not in "iu":
+            raise UsageError(f"{what} {path} has dtype {dt}; --fmt int8 takes integer arrays with values "
+                             "in -128..127 (quantize on the host first)")
+        if array.min() < -128 or array.max() > 127:
+            raise UsageError(f"{what} {path}: int8 values must lie in -128..127; got "
+                             f"{array.min()}..{array.max()}")
+        return array.astype(np.int8)
+    if dt in (np.dtype(np.uint16), np.dtype(np.uint8)):
+        raise UsageError(f"{what} {path} is {dt}: pass --bits to read it as raw {fmt} bit patterns "
+                         f"({_RAW_BITS[fmt]}), or save float32/float64 values")
+    if dt not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+        raise UsageError(f"{what} {path} has dtype {dt}; --fmt {fmt} takes float32 or float64 values "
+                         f"(rounded to nearest even into {fmt}) or, with --bits, {_RAW_BITS[fmt]} bit patterns")
+    try:
+        return to_format(array, fmt)
+    except ValueError as e:
+        raise UsageError(f"{what} {path}: {e}") from None
+
+
+def _initial_c(array, path: Path, fmt: str, m: int, n: int):
+    import numpy as np
+
+    _check_matrix(array, "--c", path)
+    if array.shape != (m, n):
+        raise UsageError(f"--c {path} is {array.shape[0]}x{array.shape[1]} but the result is {m}x{n} "
+                         "(M from A, N from B)")
+    dt = array.dtype
+    if fmt == "int8":
+        if dt.kind not in "iu":
+            raise UsageError(f"--c {path} has dtype {dt}; with --fmt int8 the accumulator is int32: "
+                             "give an integer array")
+        info = np.iinfo(np.int32)
+        if array.min() < info.min or array.max() > info.max:
+            raise UsageError(f"--c {path}: values must fit int32")
+        return array.astype(np.int32)
+    if dt not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+        raise UsageError(f"--c {path} has dtype {dt}; the accumulator is fp32: give float32 values")
+    with np.errstate(over="ignore"):
+        return array.astype(np.float32)  # float64: one RNE rounding (IEEE cast); float16: exact
+
+
+def expected_bits(job, fmt: str, subnormals: str):
+    """Golden result bit patterns of a ``sim.gemm.GemmJob``: uint32 (fp32 or int32 results) or
+    uint16 (bf16 output), NaN as the canonical pattern the hardware emits."""
+    import numpy as np
+
+    from verif.golden import fp32_to_bf16_bits, matmul
+
+    ref = matmul(job.a, job.b, job.c, fmt=fmt, subnormals=subnormals)
+    if job.out == "bf16":
+        return fp32_to_bf16_bits(ref)
+    return np.ascontiguousarray(ref).view(np.uint32)
+
+
+def result_bits(result, out: str):
+    """The RTL's result bit patterns of a ``GemmResult`` as unsigned integers (uint32 or uint16)."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(np.asarray(result.bits))
+    width = 2 if out == "bf16" else 4
+    if bits.dtype.itemsize != width and bits.dtype.kind in "iu":
+        bits = bits.astype(np.int64).astype(np.uint32 if width == 4 else np.uint16)
+    elif bits.dtype.itemsize == width:
+        bits = bits.view(np.uint32 if width == 4 else np.uint16)
+    else:
+        bits = np.ascontiguousarray(np.asarray(result.result)).view(np.uint32 if width == 4 else np.uint16)
+    return bits
+
+
+def compare_bits(rtl, golden) -> list[tuple[int, ...]]:
+    """Indices where two bit-pattern arrays differ (row-major order); a shape mismatch is reported
+    as every index of the golden array."""
+    import numpy as np
+
+    if rtl.shape != golden.shape:
+        return [tuple(int(i) for i in ix) for ix in np.ndindex(*golden.shape)]
+    return [tuple(int(i) for i in ix) for ix in np.argwhere(rtl != golden)]
+
+
+def _bits_text(value: int, out: str, fmt: str) -> str:
+    import numpy as np
+
+    if out == "bf16":
+        return f"0x{value:04x} ({float(np.array(value << 16, np.uint32).view(np.float32))!r})"
+    if fmt == "int8":
+        return f"0x{value:08x} ({int(np.array(value, np.uint32).view(np.int32))})"
+    return f"0x{value:08x} ({float(np.array(value, np.uint32).view(np.float32))!r})"
+
+
+def _check_out_file(path: Path, option: str = "--out") -> None:
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a folder; give a file name such as C.npy")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{option} {path}: {parent} is not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"{option} {path}: folder {parent} is not writable")
+            break
+
+
+def _save_npy_atomic(path: Path, array) -> None:
+    """Write ``array`` to ``path`` as .npy all-or-nothing (temporary file in the same folder + rename)."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _progress_enabled() -> bool:
+    return sys.stderr.isatty() or bool(os.environ.get("MXU_PROGRESS"))
+
+
+def _engine_params(args) -> dict:
+    """--preset, then the explicit options; the GEMM engine's defaults for the rest."""
+    import dataclasses
+
+    from hw.mxu import PRESETS
+
+    params = {"rows": 8, "cols": 8, "fmt": "bf16", "subnormals": "ftz", "stages": 2}
+    if args.preset is not None:
+        if args.preset not in PRESETS:
+            raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
+        params.update(dataclasses.asdict(PRESETS[args.preset]))
+        for key in ("rows", "cols"):
+            if params[key] not in ENGINE_SIZES and getattr(args, key) is None:
+                raise UsageError(f"--preset {args.preset}: {key} = {params[key]} is not a power of two the "
+                                 f"GEMM engine takes ({', '.join(map(str, ENGINE_SIZES))}); override --{key}")
+    for key in ("rows", "cols", "fmt", "subnormals", "stages"):
+        value = getattr(args, key)
+        if value is not None:
+            params[key] = value
+    if not 1 <= params["stages"] <= 4:
+        raise UsageError(f"argument --stages: must be 1..4 for the GEMM engine; got {params['stages']}")
+    if args.pseudo_channels is not None:
+        params["pseudo_channels"] = args.pseudo_channels
+    return params
+
+
+def _cmd_matmul(args) -> int:
+    import numpy as np
+
+    from sim import toolchain
+
+    t0 = time.perf_counter()
+    params = _engine_params(args)
+    fmt, subnormals = params["fmt"], params["subnormals"]
+    if args.out_fmt == "bf16" and fmt == "int8":
+        raise UsageError("--out-fmt bf16 does not apply to --fmt int8 (results are int32)")
+    if args.waves is not None:
+        _check_out_file(args.waves, "--waves")
+    _check_out_file(args.out)
+    a = _operand(_load_npy(args.a, "A"), "A", args.a, fmt, args.bits)
+    b = _operand(_load_npy(args.b, "B"), "B", args.b, fmt, args.bits)
+    if a.shape[1] != b.shape[0]:
+        raise UsageError(f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
+                         "inner dimensions (K) differ")
+    m, k = a.shape
+    n = b.shape[1]
+    c = _initial_c(_load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
+    try:
+        toolchain.check_simulator(args.sim)
+    except toolchain.SimulatorUnavailable as e:
+        raise UsageError(str(e)) from None
+
+    from sim.gemm import EngineParams, GemmJob, run_gemms
+    from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+
+    try:
+        engine = EngineParams(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    job = GemmJob(a, b, c, args.out_fmt)
+    try:
+        results, info = run_gemms([job], engine, sim=args.sim, waves=str(args.waves) if args.waves else None,
+                                  progress=_progress_enabled())
+    except ValueError as e:
+        raise UsageError(str(e).splitlines()[0] if str(e) else "rejected by the GEMM engine") from None
+    result = results[0]
+    rows, cols, stages = engine.rows, engine.cols, engine.stages
+    ideal = ideal_cycles(m, k, n, rows, cols)
+    report = {
+        "m": m, "k": k, "n": n, "rows": rows, "cols": cols, "stages": stages, "fmt": fmt,
+        "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim,
+        "pseudo_channels": engine.pseudo_channels,
+        "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
+        "ideal_cycles": ideal, "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
+        "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
+        "status": int(result.status), "bitexact": None, "mismatches": None,
+        "build_s": _round(info.get("build_s")), "sim_cycles_per_s": _round(info.get("cycles_per_s"), 0),
+        "wall_s": None, "output": None,
+    }
+    if result.status != 0:
+        report["wall_s"] = round(time.perf_counter() - t0, 2)
+        print(json.dumps(report))
+        print(f"mxu: failed: the engine reported error status {result.status}; nothing written", file=sys.stderr)
+        return 1
+    rtl = result_bits(result, args.out_fmt)
+    golden = expected_bits(job, fmt, subnormals)
+    bad = compare_bits(rtl, golden)
+    if rtl.shape != golden.shape:
+        report.update(bitexact=False, mismatches=len(bad), wall_s=round(time.perf_counter() - t0, 2))
+        print(json.dumps(report))
+        print(f"mxu: failed: the engine returned a {rtl.shape} result for a {golden.shape} GEMM; nothing written",
+              file=sys.stderr)
+        return 1
+    if args.out_fmt == "bf16":
+        out = (rtl.astype(np.uint32) << 16).view(np.float32)
+    else:
+        out = rtl.view(np.int32 if fmt == "int8" else np.float32)
+    try:
+        _save_npy_atomic(args.out, out)
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: cannot write: {e.strerror or e}") from None
+    report.update(bitexact=not bad, mismatches=len(bad), output=str(args.out),
+                  wall_s=round(time.perf_counter() - t0, 2))
+    print(json.dumps(report))
+    if bad:
+        for ix in bad[:5]:
+            print(f"mxu: mismatch at C[{ix[0]}, {ix[1]}]: rtl {_bits_text(int(rtl[ix]), args.out_fmt, fmt)}, "
+                  f"golden {_bits_text(int(golden[ix]), args.out_fmt, fmt)}", file=sys.stderr)
+        print(f"mxu: {len(bad)} of {golden.size} results differ from the golden model; {args.out} holds the "
+              "RTL's results", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _round(value, digits: int = 2):
+    if value is None:
+        return None
+    return round(float(value), digits) if digits else int(round(float(value)))
+
+
 def _freq_mhz(text: str) -> float:
     try:
         value = float(text)
@@ -420,7 +809,95 @@ def _asdict(cfg) -> dict:
     return dataclasses.asdict(cfg)
 
 
+def _add_demo_parser(sub) -> None:
+    d = sub.add_parser(
+        "demo", help="the main job: a handwritten-digit MLP whose every GEMM runs on the GEMM engine RTL",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""\
+Train a small MLP (64 -> 32 ReLU -> 10, float32, scikit-learn) on the 8x8 handwritten digits
+bundled with scikit-learn (1,797 images; 80/20 split, seed --seed), then classify the 360 held-out
+images with every matrix product computed by the GEMM engine RTL in a simulator (bf16 inputs, fp32
+accumulation, the bias as the initial accumulator, ReLU on the host), the same with the bit-exact
+golden model (must agree bit for bit) and with float32 numpy (reference accuracy). Prints a
+summary and writes <out>/summary.json and <out>/digits.png (16 held-out digits with the RTL's
+predictions). Exit status 1 when the RTL is not bit-exact with the golden model.
+
+mxu demo --mac runs the earlier demo instead: random MACs from five distributions through one
+generated MAC against the golden model (options --fmt incl. int8, --subnormals, --stages 0..4,
+--vectors, --sim, --seed, --json).""")
+    d.add_argument("--mac", action="store_true",
+                   help="run the MAC demo (random MACs through one generated MAC) instead of the MLP")
+    d.add_argument("--fmt", choices=FMTS, default=None,
+                   help="input format (default: bf16; int8 with --mac only)")
+    d.add_argument("--subnormals", choices=SUBNORMALS, default=None,
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    d.add_argument("--stages", type=_stages, default=None,
+                   help="pipeline stages of the MAC in cycles: 1..4 for the MLP's MXU, 0..4 with --mac "
+                        "(default 2)")
+    d.add_argument("--rows", type=_engine_size, default=None, help="MXU PE rows R, a power of two (default 8)")
+    d.add_argument("--cols", type=_engine_size, default=None, help="MXU PE columns C, a power of two (default 8)")
+    d.add_argument("--vectors", type=_positive, default=None,
+                   help="--mac only: random MACs to run (default: 5000, split over the distributions)")
+    d.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
+    d.add_argument("--seed", type=_seed, default=None,
+                   help="random seed, 0..2**31-1: the MLP's split and training (default 0, the published "
+                        "numbers) or, with --mac, the vectors (default: random, printed)")
+    d.add_argument("-o", "--out", type=_out_dir, default=None,
+                   help="report folder for summary.json and digits.png (default: build/demo in the "
+                        "repository, or $MXU_BUILD_DIR/demo)")
+    d.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
+
+
 def _cmd_demo(args) -> int:
+    if args.mac:
+        for option, value in (("--rows", args.rows), ("--cols", args.cols), ("--out", args.out)):
+            if value is not None:
+                raise UsageError(f"{option} does not apply to the MAC demo (--mac)")
+        args.fmt = args.fmt or "bf16"
+        args.subnormals = args.subnormals or "ftz"
+        args.stages = 2 if args.stages is None else args.stages
+        args.vectors = args.vectors or 5000
+        return _cmd_demo_mac(args)
+    if args.vectors is not None:
+        raise UsageError("--vectors applies to the MAC demo only (mxu demo --mac --vectors N)")
+    if args.fmt == "int8":
+        raise UsageError("the MLP demo runs float formats (bf16, fp8_e4m3fn, fp8_e5m2); int8 needs --mac")
+    return _cmd_demo_mlp(args)
+
+
+def _cmd_demo_mlp(args) -> int:
+    from sim import demo_mlp, runner, toolchain
+
+    stages = 2 if args.stages is None else args.stages
+    if not 1 <= stages <= 4:
+        raise UsageError(f"argument --stages: must be 1..4 for the GEMM engine; got {stages}")
+    try:
+        toolchain.check_simulator(args.sim)
+    except toolchain.SimulatorUnavailable as e:
+        raise UsageError(str(e)) from None
+    out = args.out if args.out is not None else runner.build_root() / "demo"
+    _check_out_dir(out, demo_mlp.REPORT_FILES)
+    cfg = demo_mlp.DemoConfig(rows=args.rows or 8, cols=args.cols or 8, fmt=args.fmt or "bf16",
+                              subnormals=args.subnormals or "ftz", stages=stages, sim=args.sim,
+                              seed=0 if args.seed is None else args.seed)
+    work = Path(tempfile.mkdtemp(prefix="mxu-demo-"))
+    try:
+        try:
+            summary = demo_mlp.run(cfg, progress=_progress_enabled(), plot=work / "digits.png")
+        except ValueError as e:  # the engine refused a parameter
+            raise UsageError(str(e).splitlines()[0]) from None
+        summary["report"] = {name: str(out / name) for name in demo_mlp.REPORT_FILES}
+        _write_outputs(out, {"summary.json": json.dumps(summary, indent=2) + "\n", "digits.png": work / "digits.png"})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(demo_mlp.format_summary(summary))
+    return 0 if summary["bitexact"] else 1
+
+
+def _cmd_demo_mac(args) -> int:
     import random
 
     from tqdm import tqdm
@@ -479,7 +956,7 @@ def _cmd_demo(args) -> int:
 
 
 def _replay_command(args, seed: int) -> str:
-    return (f"mxu demo --fmt {args.fmt} --subnormals {args.subnormals} --stages {args.stages} "
+    return (f"mxu demo --mac --fmt {args.fmt} --subnormals {args.subnormals} --stages {args.stages} "
             f"--vectors {args.vectors} --sim {args.sim} --seed {seed}")
 
 
@@ -491,7 +968,7 @@ def _print_summary(s, ok, result) -> None:
         numerics = f"fmt={c['fmt']}  subnormals={c['subnormals']}  acc=fp32, RNE, one rounding per MAC"
     stress = "random input gaps and back-pressure" if c["stages"] else "combinational: no pipeline to stall"
     lines = [
-        "mxu demo: bit-exact check of the generated MAC against the golden model",
+        "mxu demo --mac: bit-exact check of the generated MAC against the golden model",
         f"  configuration   {numerics}",
         f"                  stages={c['stages']} (latency {c['latency_cycles']} cycles)",
         f"  simulator       {s['simulator']} {s['simulator_version']}  "
@@ -518,7 +995,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-        return {"generate": _cmd_generate, "demo": _cmd_demo, "synth": _cmd_synth}[args.command](args)
+        return {"generate": _cmd_generate, "matmul": _cmd_matmul, "demo": _cmd_demo,
+                "synth": _cmd_synth}[args.command](args)
     except UsageError as e:
         print(f"mxu: error: {e}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ def test_help_lists_commands(capsys):
         main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    assert "generate" in out and "demo" in out
+    assert "generate" in out and "demo" in out and "matmul" in out
 
 
 def test_generate_mxu_files_and_manifest(tmp_path):
@@ -76,6 +76,13 @@ def test_generate_preset_and_toml_override(tmp_path):
     (["demo", "--seed", "-3"], "argument --seed: must be an integer from 0 to"),
     (["demo", "--vectors", "0"], "argument --vectors: must be a positive integer"),
     (["demo", "--sim", "modelsim"], "argument --sim: invalid choice: 'modelsim'"),
+    (["demo", "--mac", "--vectors", "0"], "argument --vectors: must be a positive integer"),
+    (["demo", "--vectors", "10"], "--vectors applies to the MAC demo only (mxu demo --mac --vectors N)"),
+    (["demo", "--mac", "--rows", "4"], "--rows does not apply to the MAC demo (--mac)"),
+    (["demo", "--mac", "-o", "o"], "--out does not apply to the MAC demo (--mac)"),
+    (["demo", "--fmt", "int8"], "the MLP demo runs float formats"),
+    (["demo", "--rows", "6"], "argument --rows: must be a power of two for the GEMM engine"),
+    (["demo", "--stages", "0"], "argument --stages: must be 1..4 for the GEMM engine; got 0"),
     ([], "the following arguments are required: COMMAND"),
 ])
 def test_bad_input_one_line_exit_2_no_output(tmp_path, args, message):
