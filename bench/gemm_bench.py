@@ -1,0 +1,126 @@
+"""Benchmark: GEMM engine cycles measured in the RTL (memory system included) against the array-only
+cycle model, the ideal ``M*K*N/(R*C)`` and SCALE-Sim v2's weight-stationary count.
+
+For each array size, every GEMM shape runs in one :func:`sim.gemm.run_gemms` call (one simulator
+process) on random bf16 data (fixed seed), and each result is checked bit for bit against the golden
+model. ``cycles`` is the engine's CYCLES register (start strobe to done: HBM reads of A and B,
+weight loads, the array, write-back of C); ``predicted`` is :func:`verif.cycles.gemm_cycles`, the
+array alone with every stream always ready, so ``cycles - predicted`` is what the memory system and
+the engine's control cost. Utilization is ``ideal / cycles``.
+
+Writes ``bench/results/gemm_bench.json`` (``--quick``: ``gemm_bench_quick.json``) and prints a
+markdown table. Usage::
+
+    .venv/bin/python bench/gemm_bench.py [--quick] [--sim verilator|icarus] [-o FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from sim.cli import compare_bits, expected_bits, result_bits  # noqa: E402
+from sim.gemm import EngineParams, GemmJob, run_gemms  # noqa: E402
+from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles  # noqa: E402
+from verif.golden import to_format  # noqa: E402
+
+SHAPES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (1, 256, 256), (256, 256, 8)]
+ARRAYS = [(8, 8), (16, 16)]
+QUICK_SHAPES = [(64, 64, 64), (1, 256, 256), (256, 256, 8)]
+QUICK_ARRAYS = [(8, 8)]
+SEED = 2024
+
+
+def _jobs(shapes, rng) -> list[GemmJob]:
+    jobs = []
+    for m, k, n in shapes:
+        a = to_format(rng.standard_normal((m, k)).astype(np.float32), "bf16")
+        b = to_format(rng.standard_normal((k, n)).astype(np.float32), "bf16")
+        jobs.append(GemmJob(a, b))
+    return jobs
+
+
+def run(arrays, shapes, sim: str, stages: int = 2) -> list[dict]:
+    records = []
+    for rows, cols in arrays:
+        params = EngineParams(rows=rows, cols=cols, fmt="bf16", subnormals="ftz", stages=stages)
+        jobs = _jobs(shapes, np.random.default_rng(SEED))
+        t0 = time.perf_counter()
+        results, info = run_gemms(jobs, params, sim=sim, progress=sys.stderr.isatty())
+        wall = time.perf_counter() - t0
+        print(f"{rows}x{cols}: {len(jobs)} GEMMs, {info.get('sim_cycles')} cycles simulated in "
+              f"{wall:.1f} s (build {info.get('build_s')} s, {info.get('cycles_per_s')} cycles/s)",
+              file=sys.stderr)
+        for (m, k, n), job, res in zip(shapes, jobs, results):
+            bad = compare_bits(result_bits(res, "fp32"), expected_bits(job, "bf16", "ftz")) if res.status == 0 else None
+            ideal = ideal_cycles(m, k, n, rows, cols)
+            ss = scalesim_ws_cycles(m, k, n, rows, cols)
+            pred = gemm_cycles(m, k, n, rows, cols, stages)
+            records.append({
+                "array": f"{rows}x{cols}", "rows": rows, "cols": cols, "stages": stages,
+                "pseudo_channels": params.pseudo_channels, "m": m, "k": k, "n": n,
+                "cycles": int(res.cycles), "predicted_cycles": pred, "overhead_cycles": int(res.cycles) - pred,
+                "ideal_cycles": ideal, "scalesim_cycles": ss,
+                "utilization": round(ideal / res.cycles, 4) if res.cycles else None,
+                "predicted_utilization": round(ideal / pred, 4),
+                "faster_than_scalesim": bool(res.cycles < ss), "vs_scalesim": round(res.cycles / ss, 4),
+                "status": int(res.status), "bitexact": bad is not None and not bad,
+                "run_sim_cycles": info.get("sim_cycles"), "run_wall_s": round(wall, 2),
+                "run_build_s": info.get("build_s"), "run_cycles_per_s": info.get("cycles_per_s"),
+            })
+    return records
+
+
+def table(records) -> str:
+    lines = ["| array | M x K x N | RTL cycles | array model | ideal | SCALE-Sim WS | utilization | "
+             "< SCALE-Sim | bit-exact |",
+             "|---|---|---:|---:|---:|---:|---:|:---:|:---:|"]
+    for r in records:
+        util = f"{r['utilization']:.1%}" if r["utilization"] is not None else "-"
+        lines.append(f"| {r['array']} | {r['m']}x{r['k']}x{r['n']} | {r['cycles']:,} | {r['predicted_cycles']:,} | "
+                     f"{r['ideal_cycles']:,.0f} | {r['scalesim_cycles']:,} | {util} | "
+                     f"{'yes' if r['faster_than_scalesim'] else 'no'} | {'yes' if r['bitexact'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help=f"subset: {', '.join('x'.join(map(str, s)) for s in QUICK_SHAPES)} on 8x8 only")
+    p.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="JSON file (default bench/results/gemm_bench.json, or gemm_bench_quick.json)")
+    args = p.parse_args(argv)
+    arrays, shapes = (QUICK_ARRAYS, QUICK_SHAPES) if args.quick else (ARRAYS, SHAPES)
+    out = args.out or ROOT / "bench" / "results" / ("gemm_bench_quick.json" if args.quick else "gemm_bench.json")
+    t0 = time.perf_counter()
+    records = run(arrays, shapes, args.sim)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "benchmark": "bench/gemm_bench.py", "git_commit": _git_commit(), "sim": args.sim, "fmt": "bf16",
+        "subnormals": "ftz", "seed": SEED, "quick": args.quick, "wall_s": round(time.perf_counter() - t0, 1),
+        "records": records}, indent=2) + "\n")
+    print(table(records))
+    print(f"\nwritten: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    return 0 if all(r["bitexact"] for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
