@@ -78,3 +78,26 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     pe_text = re.sub(r"\(\* top = +1 +\*\)\n", "", pe_text)
     row_text = re.sub(r"\(\* top = +1 +\*\)\n", "", row_text)
     return "\n".join((pe_text, row_text, top_text))
+
+
+def gemm_top_verilog(config, name: str = "gemm") -> str:
+    """Verilog text of :class:`hw.top.GEMMTop` (engine + HBM controller) with the MXU's PE and row
+    as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does."""
+    from amaranth.back import verilog
+
+    from .mxu import MXURow
+    from .pe import PE
+    from .top import GEMMTop
+
+    pe_name, row_name = f"{name}_pe", f"{name}_row"
+    mc = config.mxu
+    pe_text = verilog.convert(PE(mc.pe), name=pe_name, emit_src=False)
+    row_text = verilog.convert(MXURow(mc.pe, mc.cols, pe_blackbox=True, pe_name=pe_name), name=row_name,
+                               emit_src=False)
+    top_text = verilog.convert(GEMMTop(config, pe_blackbox=True, row_name=row_name), name=name, emit_src=False)
+    head = pe_text.index(f"module {pe_name}(")
+    body = pe_text.index(";\n", head) + 2
+    pe_text = pe_text[:body] + "  /*verilator hier_block*/\n" + pe_text[body:]
+    pe_text = re.sub(r"\(\* top = +1 +\*\)\n", "", pe_text)
+    row_text = re.sub(r"\(\* top = +1 +\*\)\n", "", row_text)
+    return "\n".join((pe_text, row_text, top_text))

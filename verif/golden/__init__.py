@@ -7,9 +7,9 @@ Public API used by the tests, the CLI and later blocks::
     matmul(a, b, c=None, *, fmt="bf16", subnormals="ftz")
 """
 
-from .numerics import (CANONICAL_NAN_BITS, FORMATS, SUBNORMAL_MODES, check_no_process_ftz, dtype_of,
+from .numerics import (CANONICAL_BF16_NAN_BITS, CANONICAL_NAN_BITS, fp32_to_bf16_bits, FORMATS, SUBNORMAL_MODES, check_no_process_ftz, dtype_of,
                        fp8_to_bf16, int8_mac, mac, mac_bits, round_to_odd_f32, to_format)
 from .matmul import matmul
 
-__all__ = ["CANONICAL_NAN_BITS", "FORMATS", "SUBNORMAL_MODES", "check_no_process_ftz", "dtype_of",
+__all__ = ["CANONICAL_BF16_NAN_BITS", "CANONICAL_NAN_BITS", "fp32_to_bf16_bits", "FORMATS", "SUBNORMAL_MODES", "check_no_process_ftz", "dtype_of",
            "fp8_to_bf16", "int8_mac", "mac", "mac_bits", "matmul", "round_to_odd_f32", "to_format"]

@@ -35,7 +35,7 @@ import numpy as np
 import ml_dtypes
 
 __all__ = [
-    "FORMATS", "SUBNORMAL_MODES", "CANONICAL_NAN_BITS", "dtype_of", "to_format", "round_to_odd_f32",
+    "FORMATS", "SUBNORMAL_MODES", "CANONICAL_NAN_BITS", "CANONICAL_BF16_NAN_BITS", "fp32_to_bf16_bits", "dtype_of", "to_format", "round_to_odd_f32",
     "fp8_to_bf16", "mac", "mac_bits", "int8_mac", "check_no_process_ftz",
 ]
 
@@ -182,6 +182,25 @@ def fp8_to_bf16(x: np.ndarray) -> np.ndarray:
     bf16 value. NaNs become bf16 NaN; e5m2 infinities stay infinite."""
     x = np.asarray(x)
     return x.astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+CANONICAL_BF16_NAN_BITS = 0x7FC0
+
+
+def fp32_to_bf16_bits(c) -> np.ndarray:
+    """The engine's bf16 output: fp32 results rounded **once** to bf16, RNE (IEEE 754-2019 §4.3.1),
+    overflow to +-inf, subnormals rounded gradually (in ftz mode the fp32 results are never
+    subnormal, so nothing is flushed here), NaN -> canonical 0x7FC0.
+
+    Args:
+        c: float32 array (the fp32 results).
+    Returns:
+        uint16 array of bf16 bit patterns, same shape.
+    """
+    x = np.asarray(c, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((x + 0x7FFF + ((x >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(np.asarray(c, dtype=np.float32)), np.uint16(CANONICAL_BF16_NAN_BITS),
+                    rounded).astype(np.uint16)
 
 
 def _daz(x: np.ndarray) -> np.ndarray:

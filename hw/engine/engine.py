@@ -1,0 +1,962 @@
+"""GEMM engine: D = C0 + A @ B for any M x K x N, through AXI4 memory and the systolic MXU.
+
+Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *beat* is one
+``burst_bytes`` = 32 B AXI data beat = one HBM burst):
+
+* **Blocking.** M is cut into *m-blocks* of up to ``Mb`` rows, N into *n-blocks* of C columns,
+  K into *k-blocks* of R rows. ``Mb = min(m_block, floor(a_words / WPR), M)`` (``WPR`` = buffer
+  words per A row) and the n-blocks of an m-block are taken ``G = min(NB, floor(acc_entries / Mb))``
+  at a time (a *group*). For each m-block, for each group, for each k-block kb, for each n-block g of
+  the group, one weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb``
+  activation rows through the MXU. The partial sums of (kb, g) re-enter the top of the array for
+  (kb + 1, g) ``G * Mb`` beats later, so the K reduction is one sequential fp32 chain per element,
+  identical to ``verif.golden.matmul`` whatever R, C and the blocking (DESIGN.md, "Partial-sum chain").
+* **A loader** (AXI port ``mem_a``): reads the m-block's rows of A (``ceil(K*ob/32)`` beats each) into
+  one of two A banks (ping-pong: the next m-block loads while the current one computes). Each bank
+  holds ``a_buffer_bytes``; one A row must fit, so ``K <= a_buffer_bytes / ob`` (register MAX_K).
+* **Weight loader** (``mem_w``): reads each tile's R rows of B (row R-1 first, the order the MXU's
+  weight chain wants), C columns each, into a FIFO feeding the MXU's double-buffered weights.
+* **C0 loader** (``mem_c`` read side) and **accumulator**: two banks of ``acc_entries`` entries of C
+  x 32 bits (ping-pong by group). A group starts in a free bank, loaded with C0 (FLAGS.LOAD_C) or
+  read as +0 by the first k-block.
+* **Feeder**: reads A (bank, row, k-block) and the accumulator entry and offers the activation beat
+  ``{a, c, swap}`` to the MXU; a beat of k-block kb >= 1 waits until the output it continues has been
+  written back into the accumulator (in steady state it never waits: ``G * Mb`` beats > the array
+  latency D = R*L + C - 1).
+* **Collector**: takes every MXU output beat (``out.ready`` is always high, so the array never
+  stalls) into the accumulator.
+* **Write-back** (``mem_c`` write side): when a group's last k-block is done, reads its entries row by
+  row, converts to bf16 (RNE, once) when FLAGS.OUT_BF16, and writes each result row segment as AXI
+  INCR bursts with WSTRB covering exactly the columns < N (no byte outside D is written).
+
+**Padding never changes a result.** Elements of A with k >= K are fed as -0 and rows of B with
+k >= K as +0 (floats; 0 for int8), so a padded product is (-0)*(+0) = -0 and ``x + (-0) = x`` for
+every x including -0 (IEEE 754-2019 §6.3); padding never meets real data (no inf*0). Padded
+columns (n >= N) compute garbage that is never written. Memory beyond the last real element of a row
+is never read (the last beat of a row is read whole, which stays inside the row's stride).
+
+**Descriptor checks** (at START, before any memory access; on failure STATUS.ERROR is set, DONE rises
+with it and the engine is idle again): see :data:`ERRORS`.
+
+AXI4 masters: INCR bursts only, full 32 B beats, at most 256 beats and never across a 4 KiB boundary
+(ARM IHI 0022, A3.4.1); reads are consumed in order (the memory returns each port's data in AR
+order); a SLVERR response sets STATUS.BUS_ERROR (the run still completes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..config import check_int
+from ..hbm.axi import axi4_signature
+from ..hbm.config import HBMConfig
+from ..mxu import MXU, MXUConfig
+from .csr import CSRBlock, axi4lite_signature
+from .dma import BurstSplitter
+
+__all__ = ["EngineConfig", "GEMMEngine", "ERRORS", "DIM_BITS", "FMT_CODES"]
+
+DIM_BITS = 20  #: M, K, N are 1 .. 2**20 - 1
+BEAT_BYTES = 32
+
+#: STATUS.ERROR codes (checked in this order; the first failing check is reported).
+ERRORS = {
+    0: ("NONE", "no error"),
+    1: ("ZERO_DIM", "M, K or N is 0"),
+    2: ("DIM_TOO_LARGE", "M, K or N >= 2^20, or K > MAX_K (one row of A must fit an A bank)"),
+    3: ("FORMAT", "FLAGS.OUT_BF16 with the int8 format (int8 results are int32)"),
+    4: ("ALIGN", "a base address or row stride in use is not a multiple of 32 bytes"),
+    5: ("STRIDE", "a row stride is smaller than the row it must hold"),
+    6: ("RANGE", "a matrix in use runs past the end of memory"),
+}
+FMT_CODES = {"bf16": 0, "fp8_e4m3fn": 1, "fp8_e5m2": 2, "int8": 3}
+
+
+def _pow2(name, value, lo=1, hi=None):
+    check_int(name, value, lo, hi)
+    if value & (value - 1):
+        raise ValueError(f"{name} must be a power of two; got {value!r}")
+
+
+def _lg(x: int) -> int:
+    return x.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Configuration of the GEMM engine.
+
+    Attributes:
+        mxu: the array (:class:`~hw.mxu.MXUConfig`); rows and cols must be powers of two (every
+            buffer row is then a whole number of 32 B beats or a power-of-two part of one).
+        hbm: the memory (:class:`~hw.hbm.config.HBMConfig`); its ``address_bits`` set the AXI address
+            width, ``burst_bytes`` must be 32.
+        m_block: most activation rows per m-block, 1..65536 (default 128).
+        a_buffer_bytes: bytes per A bank (two banks), a power of two >= 32 * ceil(R*ob / 32); the
+            largest K is ``a_buffer_bytes / ob`` (default 32 KiB: K <= 16384 for bf16).
+        acc_entries: accumulator entries per bank (two banks), each C x 32 bits; a power of two
+            >= m_block (default 512).
+        rob_depth: read reorder-buffer beats per AXI port in the HBM controller (default 64).
+
+    Raises:
+        ValueError: naming the parameter and its allowed values.
+    """
+
+    mxu: MXUConfig = field(default_factory=MXUConfig)
+    hbm: HBMConfig = field(default_factory=HBMConfig)
+    m_block: int = 128
+    a_buffer_bytes: int = 32768
+    acc_entries: int = 512
+    rob_depth: int = 64
+
+    def __post_init__(self):
+        if not isinstance(self.mxu, MXUConfig):
+            raise ValueError(f"mxu must be an MXUConfig; got {type(self.mxu).__name__}")
+        if not isinstance(self.hbm, HBMConfig):
+            raise ValueError(f"hbm must be an HBMConfig; got {type(self.hbm).__name__}")
+        _pow2("rows", self.mxu.rows, 1, 256)
+        _pow2("cols", self.mxu.cols, 1, 256)
+        if self.hbm.burst_bytes != BEAT_BYTES:
+            raise ValueError(f"hbm burst_bytes must be {BEAT_BYTES}; got {self.hbm.burst_bytes}")
+        check_int("m_block", self.m_block, 1, 65536)
+        _pow2("acc_entries", self.acc_entries, 1, 1 << 20)
+        if self.acc_entries < self.m_block:
+            raise ValueError(f"acc_entries must be >= m_block = {self.m_block}; got {self.acc_entries}")
+        row_bytes = max(BEAT_BYTES, self.mxu.rows * self.operand_bytes)
+        _pow2("a_buffer_bytes", self.a_buffer_bytes, row_bytes, 1 << 26)
+        _pow2("rob_depth", self.rob_depth, 2, 256)
+
+    @property
+    def operand_bytes(self) -> int:
+        return self.mxu.operand_bits // 8
+
+    @property
+    def max_k(self) -> int:
+        """Largest K: one row of A fills an A bank."""
+        return min((1 << DIM_BITS) - 1, self.a_buffer_bytes // self.operand_bytes)
+
+    @property
+    def config_word(self) -> int:
+        c = self.mxu
+        return (c.rows & 0xFFF) | (c.cols & 0xFFF) << 12 | FMT_CODES[c.fmt] << 24 | \
+            (c.subnormals == "ieee") << 26 | c.stages << 28
+
+    def as_dict(self) -> dict:
+        return {"mxu": self.mxu.as_dict(), "hbm": self.hbm.as_dict(), "m_block": self.m_block,
+                "a_buffer_bytes": self.a_buffer_bytes, "acc_entries": self.acc_entries,
+                "rob_depth": self.rob_depth}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "EngineConfig":
+        """Inverse of :meth:`as_dict`."""
+        d = dict(d)
+        d["mxu"] = MXUConfig(**d["mxu"])
+        d["hbm"] = HBMConfig.from_dict(d["hbm"])
+        return cls(**d)
+
+
+class GEMMEngine(wiring.Component):
+    """The GEMM engine (see the module docstring for the data flow).
+
+    Ports:
+        csr: AXI4-Lite slave (:func:`~hw.engine.csr.axi4lite_signature`), registers in
+            :data:`hw.engine.csr.REGISTERS`.
+        irq: Out(1), high while STATUS.DONE and CTRL.IRQ_EN.
+        mem_a, mem_w, mem_c: AXI4 masters (:func:`~hw.hbm.axi.axi4_signature` flipped; address
+            ``hbm.address_bits``, data 256 bits, ID 1 bit, always 0): A reads; B reads; C0 reads and
+            result writes. ``mem_a`` and ``mem_w`` never write.
+
+    Args:
+        config: :class:`EngineConfig`.
+        pe_blackbox, row_name: passed to :class:`~hw.mxu.MXU` (Verilog generation).
+    """
+
+    def __init__(self, config: EngineConfig | None = None, *, pe_blackbox: bool = False,
+                 row_name: str = "mxu_row"):
+        self.config = config or EngineConfig()
+        self.pe_blackbox, self.row_name = pe_blackbox, row_name
+        aw = self.config.hbm.address_bits
+        super().__init__({
+            "csr": Out(axi4lite_signature()),
+            "irq": Out(1),
+            "mem_a": In(axi4_signature(aw, BEAT_BYTES * 8, 1)),
+            "mem_w": In(axi4_signature(aw, BEAT_BYTES * 8, 1)),
+            "mem_c": In(axi4_signature(aw, BEAT_BYTES * 8, 1)),
+        })
+
+    # ------------------------------------------------------------------------------------------
+    def elaborate(self, platform):  # noqa: C901 (one process per block, written out)
+        cfg = self.config
+        mc = cfg.mxu
+        R, C, L = mc.rows, mc.cols, mc.stages
+        lgR, lgC = _lg(R), _lg(C)
+        w = mc.operand_bits
+        ob = w // 8
+        BB = BEAT_BYTES
+        WB = BB * 8
+        E = BB // ob                       # operands per beat
+        NSUB = max(1, R * ob // BB)        # beats per A chunk (R operands)
+        CPW = max(1, BB // (R * ob))       # A chunks per beat
+        lgNSUB, lgCPW = _lg(NSUB), _lg(CPW)
+        WS = max(1, C * ob // BB)          # beats per weight row
+        WPART = max(1, BB // (C * ob))     # weight rows per beat
+        CS = max(1, C * 4 // BB)           # beats per fp32 accumulator entry
+        CPART = max(1, BB // (C * 4))      # fp32 entries per beat
+        ABUF_DEPTH = cfg.a_buffer_bytes // (BB * NSUB)
+        ACCD = cfg.acc_entries
+        capacity = cfg.hbm.capacity_bytes
+        AW = cfg.hbm.address_bits
+        is_int8 = mc.fmt == "int8"
+        a_pad = 0 if is_int8 else (1 << (w - 1))   # -0
+        D = DIM_BITS
+        A32 = 34                           # internal byte-address width (checked < capacity)
+
+        m = Module()
+        m.submodules.csr = csr = CSRBlock(cfg.config_word, cfg.max_k)
+        wiring.connect(m, wiring.flipped(self.csr), csr.axil)
+        m.submodules.mxu = mxu = MXU(mc, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
+
+        # ================= descriptor latch and checks =================================
+        busy = Signal()
+        done = Signal()
+        err = Signal(4)
+        bus_err = Signal()
+        cycles = Signal(32)
+        run = Signal()         # processes active
+        go = Signal()          # one-cycle strobe: processes reset their loops
+        all_done = Signal()
+        m.d.comb += [
+            csr.status.eq(Cat(busy, done, Const(0, 2), err, bus_err)),
+            csr.cycles.eq(cycles),
+            self.irq.eq(done & csr.irq_en),
+        ]
+        Mr, Kr, Nr = Signal(D), Signal(D), Signal(D)
+        load_c, out_bf16 = Signal(), Signal()
+        base = {n: Signal(A32, name=f"{n}_base") for n in "abcd"}
+        stride = {n: Signal(32, name=f"{n}_stride") for n in "abcd"}
+        KB, NB = Signal(D), Signal(D)      # k-blocks, n-blocks
+        RB = Signal(D)                     # beats per A row
+        WPR = Signal(D + 1)                # A words per row (per sub-memory)
+        Mbmax = Signal(range(cfg.m_block + 1))
+        G = Signal(range(ACCD + 1))
+        ldb_R = Signal(A32 + 8)            # R * B_STRIDE
+        ldb_R1 = Signal(A32 + 8)           # (R - 1) * B_STRIDE
+        ob_out = Mux(out_bf16, 2, 4)
+
+        state = Signal(range(16))
+        S_IDLE, S_CHK1, S_CHK2, S_RANGE, S_MB, S_G, S_GO, S_RUN = range(8)
+        rng_i = Signal(2)
+        loop_n = Signal(range(max(cfg.m_block, ACCD) + 2))
+        loop_p = Signal(D + 2)
+
+        with m.If(busy & ~done):
+            m.d.sync += cycles.eq(cycles + 1)
+        with m.If(csr.done_clear):
+            m.d.sync += done.eq(0)
+
+        regs = {n: getattr(csr, f"reg_{n}") for n in CSRBlock.RW}
+        m_too = Signal()
+        with m.Switch(state):
+            with m.Case(S_IDLE):
+                with m.If(csr.start):
+                    m.d.sync += [
+                        busy.eq(1), done.eq(0), err.eq(0), bus_err.eq(0), cycles.eq(1),
+                        Mr.eq(regs["M"]), Kr.eq(regs["K"]), Nr.eq(regs["N"]),
+                        m_too.eq((regs["M"] >> D).any() | (regs["K"] >> D).any() | (regs["N"] >> D).any()
+                                 | (regs["K"] > cfg.max_k)),
+                        load_c.eq(regs["FLAGS"][0]), out_bf16.eq(regs["FLAGS"][1]),
+                        base["a"].eq(regs["A_BASE"]), base["b"].eq(regs["B_BASE"]),
+                        base["c"].eq(regs["C_BASE"]), base["d"].eq(regs["D_BASE"]),
+                        stride["a"].eq(regs["A_STRIDE"]), stride["b"].eq(regs["B_STRIDE"]),
+                        stride["c"].eq(regs["C_STRIDE"]), stride["d"].eq(regs["D_STRIDE"]),
+                        state.eq(S_CHK1),
+                    ]
+            with m.Case(S_CHK1):
+                zero = (Mr == 0) | (Kr == 0) | (Nr == 0)
+                used = [("a", 1), ("b", 1), ("c", load_c), ("d", 1)]
+                misaligned = Const(0)
+                for n, u in used:
+                    misaligned = misaligned | (u & ((base[n][:5] != 0) | (stride[n][:5] != 0)))
+                short = ((stride["a"] < Kr * ob) | (stride["b"] < Nr * ob)
+                         | (load_c & (stride["c"] < (Nr << 2))) | (stride["d"] < Nr * ob_out))
+                code = Mux(zero, 1, Mux(m_too, 2, Mux(out_bf16 & is_int8, 3, Mux(misaligned, 4,
+                                                                                    Mux(short, 5, 0)))))
+                m.d.sync += [
+                    KB.eq((Kr + R - 1) >> lgR), NB.eq((Nr + C - 1) >> lgC), RB.eq((Kr + E - 1) >> _lg(E)),
+                    ldb_R.eq(stride["b"] << lgR), ldb_R1.eq((stride["b"] << lgR) - stride["b"]),
+                    rng_i.eq(0), state.eq(S_CHK2),
+                ]
+                with m.If(code != 0):
+                    m.d.sync += [err.eq(code), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
+            with m.Case(S_CHK2):
+                # WPR = ceil(KB / CPW) words per A row per sub-memory
+                m.d.sync += [WPR.eq((KB + CPW - 1) >> lgCPW), state.eq(S_RANGE)]
+            with m.Case(S_RANGE):
+                # end = base + (rows - 1) * stride + row_bytes <= capacity, one matrix per cycle
+                rows = [Mr, Kr, Mr, Mr]
+                rowb = [Kr * ob, Nr * ob, Nr << 2, Nr * ob_out]
+                names = "abcd"
+                end = Signal(A32 + D + 2)
+                use = Signal()
+                sel_rows = Const(0, D)
+                sel_stride = Const(0, 32)
+                sel_base = Const(0, A32)
+                sel_rowb = Const(0, D + 3)
+                for j in range(4):
+                    hit = rng_i == j
+                    sel_rows = Mux(hit, rows[j], sel_rows)
+                    sel_stride = Mux(hit, stride[names[j]], sel_stride)
+                    sel_base = Mux(hit, base[names[j]], sel_base)
+                    sel_rowb = Mux(hit, rowb[j], sel_rowb)
+                m.d.comb += [end.eq(sel_base + (sel_rows - 1) * sel_stride + sel_rowb),
+                             use.eq((rng_i != 2) | load_c)]
+                with m.If(use & (end > capacity)):
+                    m.d.sync += [err.eq(6), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
+                with m.Elif(rng_i == 3):
+                    m.d.sync += [state.eq(S_MB), loop_n.eq(0), loop_p.eq(0)]
+                with m.Else():
+                    m.d.sync += rng_i.eq(rng_i + 1)
+            with m.Case(S_MB):
+                # Mbmax = min(m_block, M, floor(ABUF_DEPTH / WPR))
+                with m.If((loop_n < cfg.m_block) & (loop_n < Mr) & (loop_p + WPR <= ABUF_DEPTH)):
+                    m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + WPR)]
+                with m.Else():
+                    m.d.sync += [Mbmax.eq(loop_n), loop_n.eq(0), loop_p.eq(0), state.eq(S_G)]
+            with m.Case(S_G):
+                # G = min(NB, floor(ACCD / Mbmax))
+                with m.If((loop_n < NB) & (loop_p + Mbmax <= ACCD)):
+                    m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + Mbmax)]
+                with m.Else():
+                    m.d.sync += [G.eq(loop_n), state.eq(S_GO), go.eq(1)]
+            with m.Case(S_GO):      # processes reset their loops in this cycle
+                m.d.sync += [run.eq(1), state.eq(S_RUN)]
+            with m.Case(S_RUN):
+                with m.If(all_done):
+                    m.d.sync += [run.eq(0), busy.eq(0), done.eq(1), state.eq(S_IDLE)]
+        with m.If(go):
+            m.d.sync += go.eq(0)
+
+        # ================= shared loop helpers ===========================================
+        def blocks(p):
+            """m-block / group position of one process: m0, nb0 and the derived sizes."""
+            s = {
+                "m0": Signal(D, name=f"{p}_m0"), "nb0": Signal(D, name=f"{p}_nb0"),
+                "mb": Signal(range(cfg.m_block + 1), name=f"{p}_mb"),
+                "gc": Signal(range(ACCD + 1), name=f"{p}_gc"),
+                "fin": Signal(name=f"{p}_fin"),
+            }
+            rem_m = Mr - s["m0"]
+            rem_n = NB - s["nb0"]
+            m.d.comb += [s["mb"].eq(Mux(rem_m < Mbmax, rem_m, Mbmax)),
+                         s["gc"].eq(Mux(rem_n < G, rem_n, G))]
+            s["last_group"] = s["nb0"] + s["gc"] >= NB
+            s["last_mblock"] = s["m0"] + s["mb"] >= Mr
+            with m.If(go):
+                m.d.sync += [s["m0"].eq(0), s["nb0"].eq(0), s["fin"].eq(0)]
+            return s
+
+        def next_group(s):
+            """Statements: advance to the next group (and m-block); ``fin`` after the last."""
+            return [
+                s["nb0"].eq(Mux(s["last_group"], 0, s["nb0"] + s["gc"])),
+                s["m0"].eq(Mux(s["last_group"], s["m0"] + s["mb"], s["m0"])),
+                s["fin"].eq(s["last_group"] & s["last_mblock"]),
+            ]
+
+        def min_(a, b):
+            return Mux(a < b, a, b)
+
+        # per-bank hand-shake flags
+        a_busy = Signal(2)     # A bank claimed by the loader, released by the feeder
+        a_full = Signal(2)     # A bank loaded
+        ACC_FREE, ACC_LOADING, ACC_READY, ACC_DONE = range(4)
+        acc_state = [Signal(2, name=f"acc{b}_state") for b in range(2)]
+        wcount = [Signal(D + 12, name=f"acc{b}_wcount") for b in range(2)]
+
+        # ================= memories ===================================================
+        abuf = []
+        for s_ in range(NSUB):
+            mem = Memory(shape=WB, depth=2 * ABUF_DEPTH, init=[])
+            m.submodules[f"abuf{s_}"] = mem
+            abuf.append((mem.write_port(), mem.read_port()))
+        acc = []
+        for b in range(2):
+            mem = Memory(shape=32 * C, depth=ACCD, init=[])
+            m.submodules[f"acc{b}"] = mem
+            acc.append((mem.write_port(granularity=32), mem.read_port(), mem.read_port()))
+
+        def tie_write(port):
+            m.d.comb += [port.awvalid.eq(0), port.wvalid.eq(0), port.bready.eq(1)]
+
+        for port in (self.mem_a, self.mem_w, self.mem_c):
+            m.d.comb += [port.arid.eq(0), port.awid.eq(0), port.arsize.eq(_lg(BB)), port.awsize.eq(_lg(BB)),
+                         port.arburst.eq(1), port.awburst.eq(1)]
+            with m.If(port.rvalid & port.rready & port.rresp[1]):
+                m.d.sync += bus_err.eq(1)
+            with m.If(port.bvalid & port.bready & port.bresp[1]):
+                m.d.sync += bus_err.eq(1)
+        tie_write(self.mem_a)
+        tie_write(self.mem_w)
+
+        def splitter(name, port, read=True):
+            sp = BurstSplitter(A32, BB)
+            m.submodules[name] = sp
+            if read:
+                m.d.comb += [port.araddr.eq(sp.ax.payload.addr[:AW]), port.arlen.eq(sp.ax.payload.len),
+                             port.arvalid.eq(sp.ax.valid), sp.ax.ready.eq(port.arready)]
+            return sp
+
+        # ================= A loader =====================================================
+        ai = blocks("ai")
+        sp_a = splitter("split_a", self.mem_a)
+        ai_i = Signal(range(cfg.m_block + 1))
+        ai_bank = Signal()
+        ai_addr = Signal(A32 + D)
+        with m.If(go):
+            m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(base["a"])]
+        ai_can = run & ~ai["fin"] & ((ai_i != 0) | ~a_busy.bit_select(ai_bank, 1))
+        m.d.comb += [sp_a.cmd.valid.eq(ai_can), sp_a.cmd.payload.addr.eq(ai_addr), sp_a.cmd.payload.beats.eq(RB)]
+        a_claim = Signal()
+        m.d.comb += a_claim.eq(sp_a.cmd.valid & sp_a.cmd.ready & (ai_i == 0))
+        with m.If(sp_a.cmd.valid & sp_a.cmd.ready):
+            m.d.sync += ai_addr.eq(ai_addr + stride["a"])
+            with m.If(ai_i + 1 == ai["mb"]):
+                m.d.sync += [ai_i.eq(0), ai_bank.eq(~ai_bank), ai["m0"].eq(ai["m0"] + ai["mb"]),
+                             ai["fin"].eq(ai["last_mblock"])]
+            with m.Else():
+                m.d.sync += ai_i.eq(ai_i + 1)
+
+        # consumer: beats -> A bank
+        ac = blocks("ac")
+        ac_i = Signal(range(cfg.m_block + 1))
+        ac_j = Signal(D)
+        ac_bank = Signal()
+        ac_row = Signal(range(ABUF_DEPTH + 1))      # i * WPR
+        a_fill = Signal()
+        with m.If(go):
+            m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_bank.eq(0), ac_row.eq(0)]
+        m.d.comb += self.mem_a.rready.eq(1)
+        a_beat = self.mem_a.rvalid
+        word = ac_row + (ac_j >> lgNSUB)
+        for s_, (wp, _rp) in enumerate(abuf):
+            sub_hit = (ac_j[:lgNSUB] == s_) if NSUB > 1 else Const(1)
+            m.d.comb += [wp.addr.eq(Cat(word[:_lg(ABUF_DEPTH)], ac_bank)), wp.data.eq(self.mem_a.rdata),
+                         wp.en.eq(a_beat & sub_hit)]
+        m.d.comb += a_fill.eq(a_beat & (ac_j + 1 == RB) & (ac_i + 1 == ac["mb"]))
+        with m.If(a_beat):
+            with m.If(ac_j + 1 == RB):
+                m.d.sync += ac_j.eq(0)
+                with m.If(ac_i + 1 == ac["mb"]):
+                    m.d.sync += [ac_i.eq(0), ac_row.eq(0), ac_bank.eq(~ac_bank),
+                                 ac["m0"].eq(ac["m0"] + ac["mb"])]
+                with m.Else():
+                    m.d.sync += [ac_i.eq(ac_i + 1), ac_row.eq(ac_row + WPR)]
+            with m.Else():
+                m.d.sync += ac_j.eq(ac_j + 1)
+
+        # ================= weight loader ================================================
+        def wrow_geometry(nbC, k):
+            """(byte offset of the row segment in its row, beats to read, real columns)."""
+            rem = Nr - nbC
+            cols_real = Signal(range(C + 1))
+            m.d.comb += cols_real.eq(Mux(rem < C, rem, C))
+            if WS > 1:
+                off = nbC * ob
+                beats = (cols_real * ob + BB - 1) >> _lg(BB)
+            else:
+                off = ((nbC * ob) >> _lg(BB)) << _lg(BB)
+                beats = Const(1, 2)
+            return off, beats, cols_real
+
+        wi = blocks("wi")
+        sp_w = splitter("split_w", self.mem_w)
+        wi_kb = Signal(D)
+        wi_k0 = Signal(D + 9)
+        wi_g = Signal(D)
+        wi_nbC = Signal(D + 9)
+        wi_r = Signal(range(R))
+        wi_kbase = Signal(A32 + D + 9)
+        wi_row = Signal(A32 + D + 9)
+        with m.If(go):
+            m.d.sync += [wi_kb.eq(0), wi_k0.eq(0), wi_g.eq(0), wi_nbC.eq(0), wi_r.eq(R - 1),
+                         wi_kbase.eq(base["b"]), wi_row.eq(base["b"] + ldb_R1)]
+        wi_off, wi_beats, _ = wrow_geometry(wi_nbC, wi_k0 + wi_r)
+        wi_real = (wi_k0 + wi_r) < Kr
+        wi_active = run & ~wi["fin"]
+        m.d.comb += [sp_w.cmd.valid.eq(wi_active & wi_real), sp_w.cmd.payload.addr.eq(wi_row + wi_off),
+                     sp_w.cmd.payload.beats.eq(wi_beats)]
+        wi_step = Signal()
+        m.d.comb += wi_step.eq(wi_active & (~wi_real | sp_w.cmd.ready))
+
+        def tile_loop_step(p, kb, k0, g, nbC, s, extra_tile=(), extra_kb=(), extra_group=()):
+            """Statements advancing (kb, g) after a tile; returns nothing (emits under current If)."""
+            last_g = g + 1 == s["gc"]
+            last_kb = kb + 1 == KB
+            with m.If(~last_g):
+                m.d.sync += [g.eq(g + 1), nbC.eq(nbC + C), *extra_tile]
+            with m.Elif(~last_kb):
+                m.d.sync += [g.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(s["nb0"] << lgC), *extra_kb]
+            with m.Else():
+                m.d.sync += [g.eq(0), kb.eq(0), k0.eq(0), *next_group(s), *extra_group]
+                m.d.sync += nbC.eq(Mux(s["last_group"], 0, (s["nb0"] + s["gc"]) << lgC))
+
+        with m.If(wi_step):
+            with m.If(wi_r != 0):
+                m.d.sync += [wi_r.eq(wi_r - 1), wi_row.eq(wi_row - stride["b"])]
+            with m.Else():
+                m.d.sync += wi_r.eq(R - 1)
+                tile_loop_step("wi", wi_kb, wi_k0, wi_g, wi_nbC, wi,
+                               extra_tile=[wi_row.eq(wi_kbase + ldb_R1)],
+                               extra_kb=[wi_kbase.eq(wi_kbase + ldb_R), wi_row.eq(wi_kbase + ldb_R + ldb_R1)],
+                               extra_group=[wi_kbase.eq(base["b"]), wi_row.eq(base["b"] + ldb_R1)])
+
+        # assembler: beats -> weight rows -> FIFO -> MXU
+        wa = blocks("wa")
+        wa_kb = Signal(D)
+        wa_k0 = Signal(D + 9)
+        wa_g = Signal(D)
+        wa_nbC = Signal(D + 9)
+        wa_r = Signal(range(R))
+        wa_q = Signal(range(WS + 1))
+        wa_full = Signal()
+        wa_data = Signal(C * w)
+        with m.If(go):
+            m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0),
+                         wa_full.eq(0)]
+        _, wa_beats, wa_cols = wrow_geometry(wa_nbC, wa_k0 + wa_r)
+        wa_real = (wa_k0 + wa_r) < Kr
+        wa_active = run & ~wa["fin"]
+        m.submodules.wfifo = wfifo = SyncFIFOBuffered(width=C * w, depth=max(4, 2 * R))
+        m.d.comb += self.mem_w.rready.eq(wa_active & wa_real & ~wa_full)
+        wbeat = self.mem_w.rvalid & self.mem_w.rready
+        with m.If(wbeat):
+            if WS > 1:
+                for q in range(WS):
+                    with m.If(wa_q == q):
+                        m.d.sync += wa_data[q * WB:(q + 1) * WB].eq(self.mem_w.rdata)
+            else:
+                part = (wa_nbC >> lgC)[:max(1, _lg(WPART))] if WPART > 1 else Const(0, 1)
+                sel = Const(0, C * w)
+                for p_ in range(WPART):
+                    sel = Mux(part == p_, self.mem_w.rdata[p_ * C * w:(p_ + 1) * C * w], sel)
+                m.d.sync += wa_data.eq(sel)
+            with m.If(wa_q + 1 == wa_beats):
+                m.d.sync += [wa_full.eq(1), wa_q.eq(0)]
+            with m.Else():
+                m.d.sync += wa_q.eq(wa_q + 1)
+        with m.If(wa_active & ~wa_real & ~wa_full):
+            m.d.sync += wa_full.eq(1)
+        # mask columns >= N (and whole padding rows) to +0
+        wa_cols_eff = Mux(wa_real, wa_cols, 0)
+        masked = Cat(*(Mux(c < wa_cols_eff, wa_data[c * w:(c + 1) * w], 0) for c in range(C)))
+        m.d.comb += [wfifo.w_data.eq(masked), wfifo.w_en.eq(wa_full)]
+        with m.If(wa_full & wfifo.w_rdy):
+            m.d.sync += wa_full.eq(0)
+            with m.If(wa_r != 0):
+                m.d.sync += wa_r.eq(wa_r - 1)
+            with m.Else():
+                m.d.sync += wa_r.eq(R - 1)
+                tile_loop_step("wa", wa_kb, wa_k0, wa_g, wa_nbC, wa)
+        m.d.comb += [mxu.wgt.valid.eq(wfifo.r_rdy), mxu.wgt.payload.as_value().eq(wfifo.r_data),
+                     wfifo.r_en.eq(mxu.wgt.ready)]
+
+        # ================= C0 loader ====================================================
+        ci = blocks("ci")
+        sp_c = splitter("split_c", self.mem_c)
+        ci_i = Signal(range(cfg.m_block + 1))
+        ci_g = Signal(D)
+        ci_nbC = Signal(D + 9)
+        ci_bank = Signal()
+        ci_started = Signal()
+        ci_row = Signal(A32 + D + 9)        # C row address of (m0 + i)
+        ci_mrow = Signal(A32 + D + 9)       # C row address of m0
+        with m.If(go):
+            m.d.sync += [ci_i.eq(0), ci_g.eq(0), ci_nbC.eq(0), ci_bank.eq(0), ci_started.eq(0),
+                         ci_row.eq(base["c"]), ci_mrow.eq(base["c"])]
+        ci_state = Mux(ci_bank, acc_state[1], acc_state[0])
+        ci_active = run & ~ci["fin"]
+        # a group starts when its bank is free: LOADING (C0) or straight READY (+0 start)
+        ci_begin = ci_active & ~ci_started & (ci_state == ACC_FREE)
+        rem_c = Nr - ci_nbC
+        ci_cols = Mux(rem_c < C, rem_c, C)
+        if CS > 1:
+            ci_off, ci_beats = ci_nbC << 2, (ci_cols * 4 + BB - 1) >> _lg(BB)
+        else:
+            ci_off, ci_beats = ((ci_nbC << 2) >> _lg(BB)) << _lg(BB), Const(1, 2)
+        m.d.comb += [sp_c.cmd.valid.eq(ci_active & ci_started), sp_c.cmd.payload.addr.eq(ci_row + ci_off),
+                     sp_c.cmd.payload.beats.eq(ci_beats)]
+
+        def ci_advance_group():
+            m.d.sync += [ci_started.eq(0), ci_bank.eq(~ci_bank), ci_i.eq(0), ci_g.eq(0), *next_group(ci)]
+            new_m = ci_row + stride["c"]  # only used when the m-block changes (after its last row)
+            m.d.sync += [
+                ci_nbC.eq(Mux(ci["last_group"], 0, (ci["nb0"] + ci["gc"]) << lgC)),
+                ci_mrow.eq(Mux(ci["last_group"], ci_mrow + (stride["c"] * ci["mb"]), ci_mrow)),
+                ci_row.eq(Mux(ci["last_group"], ci_mrow + (stride["c"] * ci["mb"]), ci_mrow)),
+            ]
+            del new_m
+
+        with m.If(ci_begin):
+            with m.If(load_c):
+                m.d.sync += ci_started.eq(1)
+            with m.Else():
+                ci_advance_group()
+        with m.If(sp_c.cmd.valid & sp_c.cmd.ready):
+            with m.If(ci_g + 1 != ci["gc"]):
+                m.d.sync += [ci_g.eq(ci_g + 1), ci_nbC.eq(ci_nbC + C)]
+            with m.Elif(ci_i + 1 != ci["mb"]):
+                m.d.sync += [ci_g.eq(0), ci_i.eq(ci_i + 1), ci_nbC.eq(ci["nb0"] << lgC),
+                             ci_row.eq(ci_row + stride["c"])]
+            with m.Else():
+                ci_advance_group()
+
+        # consumer: beats -> accumulator lanes
+        cc = blocks("cc")
+        cc_i = Signal(range(cfg.m_block + 1))
+        cc_g = Signal(D)
+        cc_nbC = Signal(D + 9)
+        cc_q = Signal(range(CS + 1))
+        cc_bank = Signal()
+        cc_addr = Signal(range(ACCD + 1))
+        cc_rowaddr = Signal(range(ACCD + 1))
+        with m.If(go):
+            m.d.sync += [cc_i.eq(0), cc_g.eq(0), cc_nbC.eq(0), cc_q.eq(0), cc_bank.eq(0), cc_addr.eq(0),
+                         cc_rowaddr.eq(0)]
+        rem_cc = Nr - cc_nbC
+        cc_cols = Mux(rem_cc < C, rem_cc, C)
+        cc_beats = (cc_cols * 4 + BB - 1) >> _lg(BB) if CS > 1 else Const(1, 2)
+        m.d.comb += self.mem_c.rready.eq(1)
+        cbeat = self.mem_c.rvalid
+        c_we = Signal(C)
+        c_wdata = Signal(32 * C)
+        if CS > 1:
+            m.d.comb += [c_wdata.eq(self.mem_c.rdata.replicate(CS)),
+                         c_we.eq(Cat(*((cc_q == q).replicate(8) for q in range(CS))))]
+        else:
+            part = (cc_nbC >> lgC)[:max(1, _lg(CPART))] if CPART > 1 else Const(0, 1)
+            sel = Const(0, 32 * C)
+            for p_ in range(CPART):
+                sel = Mux(part == p_, self.mem_c.rdata[p_ * 32 * C:(p_ + 1) * 32 * C], sel)
+            m.d.comb += [c_wdata.eq(sel), c_we.eq(Const((1 << C) - 1, C))]
+        cc_last_entry = (cc_q + 1 == cc_beats)
+        with m.If(cbeat):
+            with m.If(~cc_last_entry):
+                m.d.sync += cc_q.eq(cc_q + 1)
+            with m.Else():
+                m.d.sync += cc_q.eq(0)
+                with m.If(cc_g + 1 != cc["gc"]):
+                    m.d.sync += [cc_g.eq(cc_g + 1), cc_nbC.eq(cc_nbC + C), cc_addr.eq(cc_addr + cc["mb"])]
+                with m.Elif(cc_i + 1 != cc["mb"]):
+                    m.d.sync += [cc_g.eq(0), cc_i.eq(cc_i + 1), cc_nbC.eq(cc["nb0"] << lgC),
+                                 cc_addr.eq(cc_rowaddr + 1), cc_rowaddr.eq(cc_rowaddr + 1)]
+                with m.Else():
+                    m.d.sync += [cc_g.eq(0), cc_i.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0),
+                                 cc_bank.eq(~cc_bank), *next_group(cc),
+                                 cc_nbC.eq(Mux(cc["last_group"], 0, (cc["nb0"] + cc["gc"]) << lgC))]
+        c0_group_done = cbeat & cc_last_entry & (cc_g + 1 == cc["gc"]) & (cc_i + 1 == cc["mb"])
+
+        # ================= feeder =======================================================
+        fd = blocks("fd")
+        f_kb = Signal(D)
+        f_k0 = Signal(D + 9)
+        f_g = Signal(D)
+        f_i = Signal(range(cfg.m_block + 1))
+        f_arow = Signal(range(ABUF_DEPTH + 1))   # i * WPR
+        f_caddr = Signal(range(ACCD + 1))         # g * Mb + i
+        f_q1 = Signal(D + 12)                     # beats issued in this group after k-block 0
+        f_abank = Signal()
+        f_cbank = Signal()
+        with m.If(go):
+            m.d.sync += [f_kb.eq(0), f_k0.eq(0), f_g.eq(0), f_i.eq(0), f_arow.eq(0), f_caddr.eq(0),
+                         f_q1.eq(0), f_abank.eq(0), f_cbank.eq(0)]
+        f_state = Mux(f_cbank, acc_state[1], acc_state[0])
+        f_w = Mux(f_cbank, wcount[1], wcount[0])
+        f_ok = Signal()
+        m.d.comb += f_ok.eq(run & ~fd["fin"] & a_full.bit_select(f_abank, 1) & (f_state == ACC_READY)
+                            & ((f_kb == 0) | (f_w > f_q1)))
+        s1_valid = Signal()
+        s1_swap = Signal()
+        s1_zero_c = Signal()
+        s1_cbank = Signal()
+        s1_part = Signal(max(1, lgCPW))
+        s1_lim = Signal(range(R + 1))           # elements of this chunk with k < K
+        load = Signal()
+        m.d.comb += load.eq(~s1_valid | mxu.act.ready)
+        with m.If(load):
+            m.d.sync += s1_valid.eq(f_ok)
+        f_word = f_arow + (f_kb >> lgCPW)
+        for _wp, rp in abuf:
+            m.d.comb += [rp.addr.eq(Cat(f_word[:_lg(ABUF_DEPTH)], f_abank)), rp.en.eq(load)]
+        for b in range(2):
+            m.d.comb += [acc[b][1].addr.eq(f_caddr), acc[b][1].en.eq(load)]
+        f_rem = Kr - f_k0
+        f_group_end = (f_i + 1 == fd["mb"]) & (f_g + 1 == fd["gc"]) & (f_kb + 1 == KB)
+        f_fire = load & f_ok
+        with m.If(f_fire):
+            m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq((f_kb == 0) & ~load_c), s1_cbank.eq(f_cbank),
+                         s1_lim.eq(Mux(f_rem < R, f_rem, R))]
+            if CPW > 1:
+                m.d.sync += s1_part.eq(f_kb[:lgCPW])
+            with m.If(f_kb != 0):
+                m.d.sync += f_q1.eq(f_q1 + 1)
+            with m.If(f_i + 1 != fd["mb"]):
+                m.d.sync += [f_i.eq(f_i + 1), f_arow.eq(f_arow + WPR), f_caddr.eq(f_caddr + 1)]
+            with m.Else():
+                m.d.sync += [f_i.eq(0), f_arow.eq(0)]
+                with m.If(f_g + 1 != fd["gc"]):
+                    m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1)]
+                with m.Elif(f_kb + 1 != KB):
+                    m.d.sync += [f_g.eq(0), f_kb.eq(f_kb + 1), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
+                with m.Else():
+                    m.d.sync += [f_g.eq(0), f_kb.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0),
+                                 f_cbank.eq(~f_cbank), *next_group(fd)]
+                    with m.If(fd["last_group"]):
+                        m.d.sync += f_abank.eq(~f_abank)
+        a_release = f_fire & f_group_end & fd["last_group"]
+        # activation beat
+        a_raw = Cat(*(rp.data for _wp, rp in abuf))
+        if CPW > 1:
+            sel = Const(0, R * w)
+            for p_ in range(CPW):
+                sel = Mux(s1_part == p_, a_raw[p_ * R * w:(p_ + 1) * R * w], sel)
+            a_chunk = sel
+        else:
+            a_chunk = a_raw[:R * w]
+        a_vec = Cat(*(Mux(r < s1_lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
+        c_vec = Mux(s1_zero_c, 0, Mux(s1_cbank, acc[1][1].data, acc[0][1].data))
+        m.d.comb += [mxu.act.valid.eq(s1_valid), mxu.act.payload.as_value().eq(Cat(a_vec, c_vec, s1_swap))]
+
+        # ================= collector ====================================================
+        co = blocks("co")
+        o_kb = Signal(D)
+        o_g = Signal(D)
+        o_i = Signal(range(cfg.m_block + 1))
+        o_addr = Signal(range(ACCD + 1))
+        o_bank = Signal()
+        with m.If(go):
+            m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0)]
+        m.d.comb += mxu.out.ready.eq(1)
+        obeat = mxu.out.valid
+        o_group_end = (o_i + 1 == co["mb"]) & (o_g + 1 == co["gc"]) & (o_kb + 1 == KB)
+        with m.If(obeat):
+            with m.If(o_i + 1 != co["mb"]):
+                m.d.sync += [o_i.eq(o_i + 1), o_addr.eq(o_addr + 1)]
+            with m.Else():
+                m.d.sync += o_i.eq(0)
+                with m.If(o_g + 1 != co["gc"]):
+                    m.d.sync += [o_g.eq(o_g + 1), o_addr.eq(o_addr + 1)]
+                with m.Elif(o_kb + 1 != KB):
+                    m.d.sync += [o_g.eq(0), o_kb.eq(o_kb + 1), o_addr.eq(0)]
+                with m.Else():
+                    m.d.sync += [o_g.eq(0), o_kb.eq(0), o_addr.eq(0), o_bank.eq(~o_bank), *next_group(co)]
+
+        # accumulator write ports: the collector, or the C0 loader (never the same bank at once)
+        for b in range(2):
+            wp = acc[b][0]
+            col_hit = obeat & (o_bank == b)
+            c0_hit = cbeat & (cc_bank == b)
+            m.d.comb += [
+                wp.addr.eq(Mux(col_hit, o_addr, cc_addr)),
+                wp.data.eq(Mux(col_hit, mxu.out.payload.as_value(), c_wdata)),
+                wp.en.eq(Mux(col_hit, Const((1 << C) - 1, C), Mux(c0_hit, c_we, 0))),
+            ]
+
+        # ================= write-back ===================================================
+        # geometry of a row segment for the group: bytes [s, e) of the row, pieces of PB bytes
+        def wb_geom(s_blk):
+            s_ = (s_blk["nb0"] << lgC) * ob_out
+            colend = min_((s_blk["nb0"] + s_blk["gc"]) << lgC, Nr)
+            e_ = colend * ob_out
+            return s_, e_
+
+        # --- AW side: one transfer per result row
+        wa_blk = blocks("wb_aw")
+        sp_d = BurstSplitter(A32, BB)
+        m.submodules.split_d = sp_d
+        wlen = SyncFIFOBuffered(width=8, depth=8)
+        m.submodules.wlen = wlen
+        d_i = Signal(range(cfg.m_block + 1))
+        d_bank = Signal()
+        d_row = Signal(A32 + D + 9)
+        d_mrow = Signal(A32 + D + 9)
+        with m.If(go):
+            m.d.sync += [d_i.eq(0), d_bank.eq(0), d_row.eq(base["d"]), d_mrow.eq(base["d"])]
+        ds, de = wb_geom(wa_blk)
+        d_first = ds >> _lg(BB)
+        d_lastb = (de - 1) >> _lg(BB)
+        # result addresses need no data: the AW side runs ahead (the port holds each burst until its
+        # W beats come)
+        m.d.comb += [sp_d.cmd.valid.eq(run & ~wa_blk["fin"]),
+                     sp_d.cmd.payload.addr.eq(d_row + (d_first << _lg(BB))),
+                     sp_d.cmd.payload.beats.eq(d_lastb - d_first + 1)]
+        with m.If(sp_d.cmd.valid & sp_d.cmd.ready):
+            with m.If(d_i + 1 != wa_blk["mb"]):
+                m.d.sync += [d_i.eq(d_i + 1), d_row.eq(d_row + stride["d"])]
+            with m.Else():
+                m.d.sync += [d_i.eq(0), d_bank.eq(~d_bank), *next_group(wa_blk)]
+                nxt = d_mrow + stride["d"] * wa_blk["mb"]
+                m.d.sync += [d_mrow.eq(Mux(wa_blk["last_group"], nxt, d_mrow)),
+                             d_row.eq(Mux(wa_blk["last_group"], nxt, d_mrow))]
+        aw_ok = wlen.w_rdy
+        m.d.comb += [
+            self.mem_c.awaddr.eq(sp_d.ax.payload.addr[:AW]), self.mem_c.awlen.eq(sp_d.ax.payload.len),
+            self.mem_c.awvalid.eq(sp_d.ax.valid & aw_ok), sp_d.ax.ready.eq(self.mem_c.awready & aw_ok),
+            wlen.w_data.eq(sp_d.ax.payload.len), wlen.w_en.eq(self.mem_c.awvalid & self.mem_c.awready),
+        ]
+        aw_count = Signal(32)
+        b_count = Signal(32)
+        with m.If(go):
+            m.d.sync += [aw_count.eq(0), b_count.eq(0)]
+        with m.Else():
+            with m.If(self.mem_c.awvalid & self.mem_c.awready):
+                m.d.sync += aw_count.eq(aw_count + 1)
+            with m.If(self.mem_c.bvalid):
+                m.d.sync += b_count.eq(b_count + 1)
+        m.d.comb += self.mem_c.bready.eq(1)
+
+        # --- data side: pieces of accumulator entries -> beats
+        wd = blocks("wb_d")
+        x_i = Signal(range(cfg.m_block + 1))
+        x_off = Signal(D + 12)         # byte offset of the piece in the row
+        x_bank = Signal()
+        x_addr = Signal(range(ACCD + 1))  # g * Mb + i of the piece's entry
+        x_q = Signal(range(8 * C // BB + 2))
+        with m.If(go):
+            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0)]
+        xs, xe = wb_geom(wd)
+        EB = Mux(out_bf16, C * 2, C * 4)                       # entry bytes
+        PB = Mux(out_bf16, min(C * 2, BB), min(C * 4, BB))     # piece bytes
+        PPE = Mux(out_bf16, max(1, C * 2 // BB), max(1, C * 4 // BB))  # pieces per entry
+        x_state = Mux(x_bank, acc_state[1], acc_state[0])
+        WFD = 16
+        m.submodules.wdfifo = wdfifo = SyncFIFOBuffered(width=WB + BB, depth=WFD)
+        x_go = Signal()
+        m.d.comb += x_go.eq(run & ~wd["fin"] & (x_state == ACC_DONE) & (wdfifo.level <= WFD - 3))
+        # the first piece of a row starts at byte xs: x_off holds it when x_i's row begins
+        cur_off = Signal(D + 12)
+        m.d.comb += cur_off.eq(x_off)
+        x_last_piece = cur_off + PB >= xe
+        x_closes = x_last_piece | (((cur_off + PB) & (BB - 1)) == 0)
+        x_vb = min_(PB, xe - cur_off)
+        x_group_end = x_last_piece & (x_i + 1 == wd["mb"])
+        for b in range(2):
+            m.d.comb += [acc[b][2].addr.eq(x_addr), acc[b][2].en.eq(x_go)]
+        # stage B registers
+        y_valid = Signal()
+        y_bank = Signal()
+        y_q = Signal.like(x_q)
+        y_pos = Signal(range(BB))
+        y_vb = Signal(range(BB + 1))
+        y_closes = Signal()
+        m.d.sync += y_valid.eq(x_go)
+        with m.If(x_go):
+            m.d.sync += [y_bank.eq(x_bank), y_q.eq(x_q), y_pos.eq(cur_off[:_lg(BB)]), y_vb.eq(x_vb),
+                         y_closes.eq(x_closes)]
+            with m.If(x_last_piece):
+                # next row (or next group)
+                m.d.sync += x_q.eq(0)
+                with m.If(x_i + 1 != wd["mb"]):
+                    m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs)]
+                with m.Else():
+                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), *next_group(wd)]
+                    nxt_nb0 = Mux(wd["last_group"], 0, wd["nb0"] + wd["gc"])
+                    m.d.sync += x_off.eq((nxt_nb0 << lgC) * ob_out)
+            with m.Else():
+                m.d.sync += x_off.eq(cur_off + PB)
+                with m.If(x_q + 1 == PPE):
+                    m.d.sync += [x_q.eq(0), x_addr.eq(x_addr + wd["mb"])]
+                with m.Else():
+                    m.d.sync += x_q.eq(x_q + 1)
+        with m.If(go):
+            m.d.sync += x_off.eq(0)
+        # convert + select the piece
+        entry = Mux(y_bank, acc[1][2].data, acc[0][2].data)
+
+        def to_bf16(x):
+            nan = (x[23:31] == 0xFF) & (x[:23] != 0)
+            rounded = (x + 0x7FFF + x[16])[16:32]
+            return Mux(nan, 0x7FC0, rounded)
+
+        if is_int8:
+            conv = Cat(entry, Const(0, 0))
+        else:
+            conv = Cat(*(to_bf16(entry[32 * c:32 * c + 32]) for c in range(C)))
+        piece32 = Signal(WB)
+        if C * 4 > BB:
+            sel = Const(0, WB)
+            for q in range(C * 4 // BB):
+                sel = Mux(y_q == q, entry[q * WB:(q + 1) * WB], sel)
+            p32 = sel
+        else:
+            p32 = entry
+        if (not is_int8) and C * 2 > BB:
+            sel = Const(0, WB)
+            for q in range(C * 2 // BB):
+                sel = Mux(y_q == q, conv[q * WB:(q + 1) * WB], sel)
+            p16 = sel
+        elif not is_int8:
+            p16 = conv
+        else:
+            p16 = Const(0, WB)
+        m.d.comb += piece32.eq(Mux(out_bf16, p16, p32))
+        asm_d = Signal(WB)
+        asm_s = Signal(BB)
+        shifted = Signal(WB)
+        strb = Signal(BB)
+        m.d.comb += [shifted.eq(piece32 << (y_pos * 8)),
+                     strb.eq((((Const(1, BB + 1) << y_vb) - 1) << y_pos)[:BB])]
+        m.d.comb += [wdfifo.w_data.eq(Cat(asm_d | shifted, asm_s | strb)), wdfifo.w_en.eq(y_valid & y_closes)]
+        with m.If(y_valid):
+            with m.If(y_closes):
+                m.d.sync += [asm_d.eq(0), asm_s.eq(0)]
+            with m.Else():
+                m.d.sync += [asm_d.eq(asm_d | shifted), asm_s.eq(asm_s | strb)]
+        # W channel
+        w_cnt = Signal(8)
+        m.d.comb += [
+            self.mem_c.wvalid.eq(wdfifo.r_rdy & wlen.r_rdy),
+            self.mem_c.wdata.eq(wdfifo.r_data[:WB]), self.mem_c.wstrb.eq(wdfifo.r_data[WB:]),
+            self.mem_c.wlast.eq(w_cnt == wlen.r_data),
+            wdfifo.r_en.eq(self.mem_c.wvalid & self.mem_c.wready),
+            wlen.r_en.eq(self.mem_c.wvalid & self.mem_c.wready & self.mem_c.wlast),
+        ]
+        with m.If(self.mem_c.wvalid & self.mem_c.wready):
+            m.d.sync += w_cnt.eq(Mux(self.mem_c.wlast, 0, w_cnt + 1))
+        with m.If(go):
+            m.d.sync += w_cnt.eq(0)
+
+        # ================= bank hand-shakes ==========================================
+        for b in range(2):
+            with m.If(go):
+                m.d.sync += [acc_state[b].eq(ACC_FREE), wcount[b].eq(0)]
+            with m.Else():
+                # C0 loader: FREE -> LOADING -> READY, or FREE -> READY without C0
+                with m.If(ci_begin & (ci_bank == b)):
+                    m.d.sync += acc_state[b].eq(Mux(load_c, ACC_LOADING, ACC_READY))
+                with m.If(c0_group_done & (cc_bank == b)):
+                    m.d.sync += acc_state[b].eq(ACC_READY)
+                with m.If(obeat & (o_bank == b)):
+                    m.d.sync += wcount[b].eq(wcount[b] + 1)
+                    with m.If(o_group_end):
+                        m.d.sync += acc_state[b].eq(ACC_DONE)
+                with m.If(x_go & x_group_end & (x_bank == b)):
+                    m.d.sync += [acc_state[b].eq(ACC_FREE), wcount[b].eq(0)]
+            with m.If(go):
+                m.d.sync += [a_busy[b].eq(0), a_full[b].eq(0)]
+            with m.Else():
+                with m.If(a_claim & (ai_bank == b)):
+                    m.d.sync += a_busy[b].eq(1)
+                with m.If(a_fill & (ac_bank == b)):
+                    m.d.sync += a_full[b].eq(1)
+                with m.If(a_release & (f_abank == b)):
+                    m.d.sync += [a_busy[b].eq(0), a_full[b].eq(0)]
+
+        m.d.comb += all_done.eq(run & ~go & wd["fin"] & wa_blk["fin"] & (b_count == aw_count)
+                                & ~wdfifo.r_rdy & ~y_valid)
+        return m

@@ -1,0 +1,220 @@
+"""Run GEMMs through the generated GEMM engine + HBM controller RTL in a simulator.
+
+This is the library behind ``mxu matmul`` and ``mxu demo``: it generates (or reuses from the build
+cache) the Verilog of :class:`hw.top.GEMMTop`, builds it for Verilator or Icarus, loads A, B and an
+optional initial C into the HBM device model (backdoor), programs the engine through its AXI4-Lite
+registers, runs until ``done``, reads the result back from the device model and returns it with the
+cycle counts. It does **not** compare with the golden model; callers do (``verif.golden.matmul``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["GemmJob", "GemmResult", "EngineParams", "run_gemms"]
+
+
+@dataclass(frozen=True)
+class EngineParams:
+    """Hardware configuration of the simulated engine.
+
+    rows, cols: MXU size R x C (powers of two). fmt: "bf16" | "fp8_e4m3fn" | "fp8_e5m2" | "int8".
+    subnormals: "ftz" | "ieee". stages: PE latency 1..4. pseudo_channels: HBM pseudo-channels (1, 2, 4).
+    """
+    rows: int = 8
+    cols: int = 8
+    fmt: str = "bf16"
+    subnormals: str = "ftz"
+    stages: int = 2
+    pseudo_channels: int = 2
+    queue_depth: int = 16
+    m_block: int = 128
+    a_buffer_bytes: int = 32768
+    acc_entries: int = 512
+
+    def engine_config(self):
+        """The :class:`hw.engine.EngineConfig` (HBM: DRAMsim3 HBM2 timing, default geometry)."""
+        from hw.engine import EngineConfig
+        from hw.hbm.config import HBMConfig
+        from hw.mxu import MXUConfig
+        return EngineConfig(mxu=MXUConfig(rows=self.rows, cols=self.cols, fmt=self.fmt, subnormals=self.subnormals,
+                                          stages=self.stages),
+                            hbm=HBMConfig(pseudo_channels=self.pseudo_channels, queue_depth=self.queue_depth),
+                            m_block=self.m_block, a_buffer_bytes=self.a_buffer_bytes, acc_entries=self.acc_entries)
+
+
+@dataclass
+class GemmJob:
+    """One GEMM: ``a`` (M, K) and ``b`` (K, N) arrays in the format's dtype (ml_dtypes bfloat16 /
+    float8 or numpy int8; convert host data with ``verif.golden.to_format``), optional ``c`` (M, N)
+    float32 (int32 for int8) initial accumulator, ``out`` "fp32" (int32 for int8) or "bf16"."""
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray | None = None
+    out: str = "fp32"
+
+
+@dataclass
+class GemmResult:
+    """Result of one job.
+
+    result: (M, N) float32 (int32 for int8; ml_dtypes bfloat16 when ``out == "bf16"``).
+    bits: the raw result bit patterns (uint32, or uint16 for bf16 output).
+    cycles: engine cycles from the start strobe to done (its CYCLES register).
+    status: the engine's STATUS error code (0 = ok).
+    """
+    result: np.ndarray
+    bits: np.ndarray
+    cycles: int
+    status: int
+    sim_cycles: int = 0
+    clobbered_bytes: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _check_job(j: int, job: GemmJob, fmt: str) -> None:
+    from verif.golden import dtype_of
+    dt = np.dtype(dtype_of(fmt))
+    for name in ("a", "b"):
+        x = getattr(job, name)
+        if not isinstance(x, np.ndarray) or x.ndim != 2 or 0 in x.shape:
+            raise ValueError(f"job {j}: {name} must be a non-empty 2-D array")
+        if x.dtype != dt:
+            raise ValueError(f"job {j}: {name} must have dtype {dt.name} for fmt={fmt}; got {x.dtype}")
+    (m, k), (k2, n) = job.a.shape, job.b.shape
+    if k != k2:
+        raise ValueError(f"job {j}: A is {m}x{k} but B is {k2}x{n}: inner dimensions (K) differ")
+    if job.c is not None:
+        want = np.int32 if fmt == "int8" else np.float32
+        if job.c.shape != (m, n) or job.c.dtype != want:
+            raise ValueError(f"job {j}: C0 must be a ({m}, {n}) {np.dtype(want).name} array; "
+                             f"got {job.c.shape} {job.c.dtype}")
+    if job.out not in ("fp32", "bf16"):
+        raise ValueError(f"job {j}: out must be fp32 or bf16; got {job.out!r}")
+    if job.out == "bf16" and fmt == "int8":
+        raise ValueError(f"job {j}: bf16 output is not available for int8 (results are int32)")
+
+
+def engine_verilog(params: EngineParams) -> Path:
+    """Generate (or reuse) the Verilog of the engine + HBM top for ``params``; returns its path."""
+    from hw.generate import gemm_top_verilog
+    from sim.runner import generate_verilog
+    cfg = params.engine_config()
+    return generate_verilog(lambda: gemm_top_verilog(cfg, "gemm"), name="gemm", key=("gemm_top", cfg))
+
+
+def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim: str = "verilator",
+              waves: str | None = None, progress: bool = True, raw_jobs: list[dict] | None = None,
+              pad_bytes: int = 0, timeout_cycles: int | None = None) -> tuple[list[GemmResult], dict]:
+    """Run ``jobs`` one after another in one simulator process.
+
+    Args:
+        jobs: the GEMMs (see :class:`GemmJob`).
+        params: the hardware (:class:`EngineParams`).
+        sim: "verilator" or "icarus".
+        waves: write an FST/VCD waveform there.
+        progress: show a progress bar (tqdm) on stderr.
+        raw_jobs: instead of ``jobs``, hand-made register writes ``[{"writes": [(offset, value), ...]}]``
+            (tests of the descriptor checks); results then have empty arrays and the STATUS.
+        pad_bytes: extra bytes (multiple of 32) at the end of every matrix row in memory.
+        timeout_cycles: a run without ``irq`` for this many cycles fails (default: 20 x the
+            array-only cycle model + 20,000).
+
+    Returns:
+        (results, run_info): run_info has ``sim_cycles``, ``wall_s``, ``build_s``, ``test_s``,
+        ``cycles_per_s``, ``cached_build``.
+
+    Raises:
+        ValueError: a job's shapes or dtypes do not fit the parameters (message names the input).
+        sim.runner.BuildError / SimulationError: the simulator failed; RuntimeError: the testbench
+        failed (an engine hang, an X on a DRAM pin, a JEDEC timing violation): the message holds the
+        end of the log.
+    """
+    from sim.runner import build_root, run_cocotb
+    from verif.cycles import gemm_cycles
+
+    fmt = params.fmt
+    cfg = params.engine_config()
+    specs = []
+    arrays = {}
+    if raw_jobs is not None:
+        specs = [{"kind": "regs", "writes": [list(w) for w in rj["writes"]]} for rj in raw_jobs]
+    else:
+        for j, job in enumerate(jobs):
+            _check_job(j, job, fmt)
+            m, k = job.a.shape
+            n = job.b.shape[1]
+            specs.append({"kind": "gemm", "m": m, "k": k, "n": n, "load_c": job.c is not None,
+                          "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes})
+            arrays[f"a{j}"] = np.ascontiguousarray(job.a).view(np.uint16 if fmt == "bf16" else np.uint8)
+            arrays[f"b{j}"] = np.ascontiguousarray(job.b).view(np.uint16 if fmt == "bf16" else np.uint8)
+            if job.c is not None:
+                arrays[f"c{j}"] = np.ascontiguousarray(job.c).view(np.uint32)
+    if timeout_cycles is None:
+        est = sum(gemm_cycles(s["m"], s["k"], s["n"], params.rows, params.cols, params.stages)
+                  for s in specs if s["kind"] == "gemm")
+        timeout_cycles = 20 * est + 20_000
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=3, desc="gemm", unit="step", file=__import__("sys").stderr, leave=False,
+                   bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
+        bar.set_postfix_str("generating Verilog")
+    t0 = time.perf_counter()
+    verilog = engine_verilog(params)
+    if bar:
+        bar.update(1)
+        bar.set_postfix_str(f"{sim}: build (cached if built before) and simulate {len(specs)} GEMM(s)")
+    work = build_root() / "runs"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        tmp = Path(tmp)
+        np.savez(tmp / "jobs.npz", **arrays) if arrays else None
+        conf = {"engine": cfg.as_dict(), "jobs": specs, "out_npz": str(tmp / "out.npz"),
+                "jobs_npz": str(tmp / "jobs.npz") if arrays else None, "timeout_cycles": timeout_cycles}
+        stop = threading.Event()
+
+        def tick():  # elapsed time on the bar while the simulator runs
+            while not stop.wait(1.0):
+                if bar:
+                    bar.refresh()
+        th = threading.Thread(target=tick, daemon=True)
+        th.start()
+        try:
+            res = run_cocotb([verilog], "gemm", "verif.tb.gemm_tb", simulator=sim,
+                             waves_path=Path(waves).resolve() if waves else None,
+                             env={"GEMM_TB_CONFIG": json.dumps(conf)})
+        finally:
+            stop.set()
+            th.join()
+            if bar:
+                bar.update(2)
+                bar.close()
+        if res.failed or not (tmp / "out.npz").is_file():
+            raise RuntimeError(f"GEMM testbench failed on {sim}:\n{res.log_tail()}")
+        out = dict(np.load(tmp / "out.npz"))
+    results = []
+    for j, s in enumerate(specs):
+        status = int(out[f"status{j}"])
+        bits = out.get(f"d{j}")
+        if bits is None:
+            bits = np.zeros((0, 0), dtype=np.uint32)
+            value = bits.view(np.float32)
+        elif s.get("out_bf16"):
+            import ml_dtypes
+            value = bits.view(ml_dtypes.bfloat16)
+        else:
+            value = bits.view(np.int32 if fmt == "int8" else np.float32)
+        results.append(GemmResult(value, bits, int(out[f"cycles{j}"]), status, int(out[f"sim_cycles{j}"]),
+                                  int(out.get(f"clobbered{j}", 0))))
+    info = {"sim_cycles": int(out["total_cycles"]), "wall_s": time.perf_counter() - t0, "build_s": res.build_s,
+            "test_s": res.test_s, "sim_wall_s": float(out["wall_s"]), "cached_build": res.cached_build}
+    info["cycles_per_s"] = info["sim_cycles"] / max(1e-9, info["sim_wall_s"])
+    return results, info

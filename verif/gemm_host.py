@@ -1,0 +1,121 @@
+"""Host side of the GEMM engine, simulator independent: memory layout, backdoor load and read-back.
+
+A GEMM's matrices live row-major in the HBM address space. :func:`layout` places A, B, C0 and D in
+4 KiB-aligned regions with row strides rounded up to 32 B (the engine's alignment rule) plus an
+optional number of extra bytes per row (``pad_bytes``, a multiple of 32: tests use it to prove the
+engine never reads or writes outside a row). Bytes of memory that no matrix element occupies hold
+``FILL`` (0x5A: a bf16 0x5A5A is about 1.5e16 and an fp32 0x5A5A5A5A is finite and large), so a
+padding element that leaked into a result would change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw.engine.csr import REG
+
+__all__ = ["FILL", "Layout", "layout", "poke_matrix", "peek_matrix", "check_untouched", "register_writes"]
+
+FILL = 0x5A
+BEAT = 32
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Byte addresses and row strides of one GEMM's matrices (``c_base`` is None without C0)."""
+    a_base: int
+    a_stride: int
+    b_base: int
+    b_stride: int
+    c_base: int | None
+    c_stride: int
+    d_base: int
+    d_stride: int
+    end: int
+
+
+def layout(m: int, k: int, n: int, operand_bytes: int, out_bytes: int, load_c: bool, *, start: int = 0x1000,
+           pad_bytes: int = 0) -> Layout:
+    """Place A (M x K), B (K x N), C0 (M x N fp32) and D (M x N, ``out_bytes`` each) from ``start``.
+
+    Raises:
+        ValueError: ``pad_bytes`` not a multiple of 32.
+    """
+    if pad_bytes % BEAT:
+        raise ValueError(f"pad_bytes must be a multiple of {BEAT}; got {pad_bytes}")
+    addr = _round_up(start, 4096)
+    out = {}
+    for name, rows, row_bytes, used in (("a", m, k * operand_bytes, True), ("b", k, n * operand_bytes, True),
+                                        ("c", m, n * 4, load_c), ("d", m, n * out_bytes, True)):
+        stride = _round_up(row_bytes, BEAT) + pad_bytes
+        if used:
+            out[name] = (addr, stride)
+            addr = _round_up(addr + rows * stride, 4096)
+        else:
+            out[name] = (None, stride)
+    return Layout(out["a"][0], out["a"][1], out["b"][0], out["b"][1], out["c"][0], out["c"][1], out["d"][0],
+                  out["d"][1], addr)
+
+
+def poke_matrix(device, base: int, stride: int, x: np.ndarray) -> None:
+    """Write the rows of ``x`` (2-D, any fixed-size dtype) at ``base + i * stride`` through the device
+    model's backdoor; the rest of each 32 B beat a row touches holds ``FILL``."""
+    x = np.ascontiguousarray(x)
+    rows = x.shape[0]
+    raw = x.view(np.uint8).reshape(rows, -1)
+    row_bytes = raw.shape[1]
+    padded = _round_up(row_bytes, BEAT)
+    buf = np.full((rows, padded), FILL, dtype=np.uint8)
+    buf[:, :row_bytes] = raw
+    cfg = device.config
+    for i in range(rows):
+        row = buf[i].tobytes()
+        for j in range(0, padded, BEAT):
+            device.poke(*cfg.decode(base + i * stride + j), row[j:j + BEAT])
+
+
+def peek_matrix(device, base: int, stride: int, rows: int, cols: int, dtype) -> np.ndarray:
+    """Read a rows x cols matrix of ``dtype`` at ``base + i * stride`` from the device model."""
+    itemsize = np.dtype(dtype).itemsize
+    row_bytes = cols * itemsize
+    padded = _round_up(row_bytes, BEAT)
+    cfg = device.config
+    out = np.empty((rows, row_bytes), dtype=np.uint8)
+    for i in range(rows):
+        chunks = b"".join(device.peek(*cfg.decode(base + i * stride + j)) for j in range(0, padded, BEAT))
+        out[i] = np.frombuffer(chunks[:row_bytes], dtype=np.uint8)
+    return out.view(dtype).reshape(rows, cols)
+
+
+def check_untouched(device, base: int, stride: int, rows: int, row_bytes: int, region_end: int) -> int:
+    """Count bytes of D's region that are not result bytes and no longer hold ``FILL``: the stride
+    padding of every row and the rest of the region up to ``region_end`` (4 KiB rounded)."""
+    cfg = device.config
+    bad = 0
+    for addr in range(base, region_end, BEAT):
+        data = device.peek(*cfg.decode(addr))
+        off = addr - base
+        i, col = divmod(off, stride)
+        for b in range(BEAT):
+            in_result = i < rows and col + b < row_bytes
+            if not in_result and data[b] != FILL:
+                bad += 1
+    return bad
+
+
+def register_writes(m: int, k: int, n: int, lay: Layout, *, load_c: bool, out_bf16: bool) -> list[tuple[int, int]]:
+    """(offset, value) AXI4-Lite writes that describe one GEMM (START not included)."""
+    return [
+        (REG["M"].offset, m), (REG["K"].offset, k), (REG["N"].offset, n),
+        (REG["FLAGS"].offset, int(load_c) | int(out_bf16) << 1),
+        (REG["A_BASE"].offset, lay.a_base), (REG["A_STRIDE"].offset, lay.a_stride),
+        (REG["B_BASE"].offset, lay.b_base), (REG["B_STRIDE"].offset, lay.b_stride),
+        (REG["C_BASE"].offset, lay.c_base or 0), (REG["C_STRIDE"].offset, lay.c_stride),
+        (REG["D_BASE"].offset, lay.d_base), (REG["D_STRIDE"].offset, lay.d_stride),
+    ]
