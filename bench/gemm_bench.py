@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from sim.cli import compare_bits, expected_bits, result_bits  # noqa: E402
+from sim.cli import compare_bits, engine_error, expected_bits, result_bits  # noqa: E402
 from sim.gemm import EngineParams, GemmJob, run_gemms  # noqa: E402
 from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles  # noqa: E402
 from verif.golden import to_format  # noqa: E402
@@ -61,7 +61,8 @@ def run(arrays, shapes, sim: str, stages: int = 2) -> list[dict]:
               f"{wall:.1f} s (build {info.get('build_s')} s, {info.get('cycles_per_s')} cycles/s)",
               file=sys.stderr)
         for (m, k, n), job, res in zip(shapes, jobs, results):
-            bad = compare_bits(result_bits(res, "fp32"), expected_bits(job, "bf16", "ftz")) if res.status == 0 else None
+            error = engine_error(res.status)
+            bad = compare_bits(result_bits(res, "fp32"), expected_bits(job, "bf16", "ftz")) if error is None else None
             ideal = ideal_cycles(m, k, n, rows, cols)
             ss = scalesim_ws_cycles(m, k, n, rows, cols)
             pred = gemm_cycles(m, k, n, rows, cols, stages)
@@ -73,7 +74,7 @@ def run(arrays, shapes, sim: str, stages: int = 2) -> list[dict]:
                 "utilization": round(ideal / res.cycles, 4) if res.cycles else None,
                 "predicted_utilization": round(ideal / pred, 4),
                 "faster_than_scalesim": bool(res.cycles < ss), "vs_scalesim": round(res.cycles / ss, 4),
-                "status": int(res.status), "bitexact": bad is not None and not bad,
+                "status": int(res.status), "engine_error": error, "bitexact": bad is not None and not bad,
                 "run_sim_cycles": info.get("sim_cycles"), "run_wall_s": round(wall, 2),
                 "run_build_s": info.get("build_s"), "run_cycles_per_s": info.get("cycles_per_s"),
             })

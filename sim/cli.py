@@ -326,8 +326,8 @@ bf16 bit patterns). The file is written atomically (all or nothing).
 JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, sim, pseudo_channels,
 cycles (engine cycles, start to done), predicted_cycles (the array alone with always-ready
 streams, verif.cycles.gemm_cycles), ideal_cycles (M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2
-weight-stationary), utilization (ideal/cycles), status (the engine's STATUS code, 0 = ok),
-bitexact, mismatches, build_s, sim_cycles_per_s, wall_s, output.
+weight-stationary), utilization (ideal/cycles), status (the engine's STATUS), engine_error
+(null, or the error it reports), bitexact, mismatches, build_s, sim_cycles_per_s, wall_s, output.
 
 Exit status: 0 when every result is bit-exact; 1 when any result differs from the golden model
 (C.npy is still written, holding the RTL's results, and the first mismatches with both bit
@@ -461,6 +461,26 @@ def _initial_c(array, path: Path, fmt: str, m: int, n: int):
         raise UsageError(f"--c {path} has dtype {dt}; the accumulator is fp32: give float32 values")
     with np.errstate(over="ignore"):
         return array.astype(np.float32)  # float64: one RNE rounding (IEEE cast); float16: exact
+
+
+def engine_error(status: int) -> str | None:
+    """None when a ``GemmResult.status`` says the run was fine, else a description.
+
+    Accepts the documented error code (0 = ok) as well as the raw STATUS register (BUSY and DONE in
+    bits [1:0], the ERROR code in [7:4], BUS_ERROR in [8]; see hw/engine/csr.py)."""
+    value = int(status) & ~0x3
+    if value == 0:
+        return None
+    code, bus = (value >> 4) & 0xF, (value >> 8) & 1
+    try:
+        from hw.engine import ERRORS
+        name = ERRORS.get(code, ("UNKNOWN", ""))[0]
+    except ImportError:
+        name = "UNKNOWN"
+    parts = [f"ERROR {code} ({name})"] if code else []
+    if bus:
+        parts.append("BUS_ERROR (SLVERR)")
+    return f"STATUS 0x{int(status):x}: " + (", ".join(parts) if parts else "unexpected bits")
 
 
 def expected_bits(job, fmt: str, subnormals: str):
@@ -620,14 +640,15 @@ def _cmd_matmul(args) -> int:
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
         "ideal_cycles": ideal, "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
-        "status": int(result.status), "bitexact": None, "mismatches": None,
+        "status": int(result.status), "engine_error": engine_error(result.status),
+        "bitexact": None, "mismatches": None,
         "build_s": _round(info.get("build_s")), "sim_cycles_per_s": _round(info.get("cycles_per_s"), 0),
         "wall_s": None, "output": None,
     }
-    if result.status != 0:
+    if report["engine_error"]:
         report["wall_s"] = round(time.perf_counter() - t0, 2)
         print(json.dumps(report))
-        print(f"mxu: failed: the engine reported error status {result.status}; nothing written", file=sys.stderr)
+        print(f"mxu: failed: the engine reported {report['engine_error']}; nothing written", file=sys.stderr)
         return 1
     rtl = result_bits(result, args.out_fmt)
     golden = expected_bits(job, fmt, subnormals)

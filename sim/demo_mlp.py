@@ -103,13 +103,13 @@ def _golden(job, cfg):
 
 
 def _layer_record(name, job, result, info, golden_bits, cfg):
-    from sim.cli import compare_bits, result_bits
+    from sim.cli import compare_bits, engine_error, result_bits
     from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
 
     m, k = job.a.shape
     n = job.b.shape[1]
-    rtl = result_bits(result, "fp32")
-    bad = compare_bits(rtl, golden_bits) if result.status == 0 else []
+    error = engine_error(result.status)
+    bad = compare_bits(result_bits(result, "fp32"), golden_bits) if error is None else []
     ideal = ideal_cycles(m, k, n, cfg.rows, cfg.cols)
     return {
         "layer": name, "m": m, "k": k, "n": n,
@@ -118,13 +118,15 @@ def _layer_record(name, job, result, info, golden_bits, cfg):
         "ideal_cycles": ideal,
         "scalesim_cycles": scalesim_ws_cycles(m, k, n, cfg.rows, cfg.cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
-        "status": int(result.status),
-        "bitexact": result.status == 0 and not bad,
-        "mismatches": len(bad) if result.status == 0 else None,
+        "status": int(result.status), "engine_error": error,
+        "bitexact": error is None and not bad,
+        "mismatches": len(bad) if error is None else None,
         "first_mismatches": [list(ix) for ix in bad[:5]],
         "sim_cycles": info.get("sim_cycles"),
-        "sim_wall_s": _round(info.get("wall_s")),
+        "sim_wall_s": _round(info.get("sim_wall_s")),
+        "run_wall_s": _round(info.get("wall_s")),
         "build_s": _round(info.get("build_s")),
+        "cached_build": info.get("cached_build"),
         "sim_cycles_per_s": _round(info.get("cycles_per_s"), 0),
     }
 
@@ -161,7 +163,7 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
     (res1,), info1 = run_gemms([job1], params, sim=cfg.sim, progress=progress)
     gold1 = _golden(job1, cfg)
     rec1 = _layer_record("hidden", job1, res1, info1, gold1.view(np.uint32), cfg)
-    h_rtl = np.ascontiguousarray(res1.result, dtype=np.float32) if res1.status == 0 else gold1
+    h_rtl = np.ascontiguousarray(res1.result, dtype=np.float32) if rec1["engine_error"] is None else gold1
     # Layer 2 on the RTL from the RTL's hidden activations.
     job2 = _job(relu(h_rtl), w2, b2, cfg.fmt)
     (res2,), info2 = run_gemms([job2], params, sim=cfg.sim, progress=progress)
@@ -202,6 +204,7 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
         "sim_cycles": sim_cycles,
         "sim_cycles_per_s": round(sim_cycles / sim_wall) if sim_wall else None,
         "build_s": round(sum(r["build_s"] or 0 for r in layers), 2),
+        "cached_build": all(r["cached_build"] for r in layers),
         "wall_s": round(time.perf_counter() - t0, 2),
         "predictions_first_16": [int(p) for p in rtl_pred[:16]],
         "labels_first_16": [int(t) for t in y_test[:16]],
@@ -254,8 +257,8 @@ def format_summary(s: dict) -> str:
         f"  bit-exact     {'yes' if s['bitexact'] else 'NO'}: "
         + " + ".join(f"{g['m'] * g['n']:,}" for g in s["gemms"])
         + " results vs the golden model, "
-        + ", ".join(f"{g['mismatches'] if g['mismatches'] is not None else 'status ' + str(g['status'])}"
-                    f" mismatches in {g['layer']}" for g in s["gemms"]),
+        + ", ".join(f"{g['mismatches']} mismatches in {g['layer']}" if g["engine_error"] is None
+                    else f"{g['layer']}: {g['engine_error']}" for g in s["gemms"]),
         "  GEMM          M x K x N      engine cycles  array model  ideal    utilization  SCALE-Sim WS",
     ]
     for g in s["gemms"]:
@@ -265,7 +268,8 @@ def format_summary(s: dict) -> str:
                      f"{g['ideal_cycles']:>7,.0f}  {util:>11}  {g['scalesim_cycles']:>12,}")
     rate = f"{s['sim_cycles_per_s']:,} cycles/s simulated" if s["sim_cycles_per_s"] else "rate unknown"
     lines += [
-        f"  simulation    {s['sim_cycles']:,} cycles in total, {rate} (build {s['build_s']} s)",
+        f"  simulation    {s['sim_cycles']:,} cycles in total, {rate} "
+        f"({'cached build' if s['cached_build'] else 'build ' + str(s['build_s']) + ' s'})",
         f"  wall time     {s['wall_s']} s",
     ]
     if "report" in s:

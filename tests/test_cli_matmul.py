@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from sim.cli import compare_bits, expected_bits, main, result_bits
+from sim.cli import compare_bits, engine_error, expected_bits, main, result_bits
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -237,7 +237,7 @@ def check_run(jobs, params, simulator):
     assert len(results) == len(jobs)
     for i, (job, res) in enumerate(zip(jobs, results)):
         shape = f"{job.a.shape[0]}x{job.a.shape[1]}x{job.b.shape[1]}"
-        assert res.status == 0, f"job {i} ({shape}): engine status {res.status}"
+        assert engine_error(res.status) is None, f"job {i} ({shape}): {engine_error(res.status)}"
         rtl = result_bits(res, job.out)
         gold = expected_bits(job, params.fmt, params.subnormals)
         assert rtl.shape == gold.shape, f"job {i} ({shape}): result shape {rtl.shape}"
@@ -380,7 +380,7 @@ def test_matmul_command_end_to_end(simulator, seed, tmp_path, monkeypatch, capsy
     got = np.load(tmp_path / "out" / "C.npy")
     assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), golden.view(np.uint32))
     assert got.view(np.uint32)[0, 0] == 0x7FC00000
-    assert report["bitexact"] is True and report["mismatches"] == 0 and report["status"] == 0
+    assert report["bitexact"] is True and report["mismatches"] == 0 and report["engine_error"] is None
     assert (report["m"], report["k"], report["n"], report["rows"], report["cols"]) == (7, 13, 21, 8, 8)
     assert report["sim"] == simulator and report["fmt"] == "bf16" and report["subnormals"] == "ftz"
     assert report["cycles"] >= report["predicted_cycles"] > 0 and report["scalesim_cycles"] == 2 * 3 * (16 + 8 + 7 - 2)
