@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from math import ceil
 
 __all__ = ["TileTiming", "Schedule", "mxu_schedule", "gemm_tiles", "gemm_cycles", "scalesim_ws_cycles",
-           "ideal_cycles"]
+           "ideal_cycles", "engine_blocking", "engine_array_cycles"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,60 @@ def scalesim_ws_cycles(m: int, k: int, n: int, rows: int, cols: int) -> int:
 def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> float:
     """Lower bound ``M*K*N / (R*C)``: every PE busy every cycle."""
     return m * k * n / (rows * cols)
+
+
+def engine_blocking(m: int, k: int, n: int, config) -> dict:
+    """The GEMM engine's blocking of an M x K x N GEMM, computed exactly as the RTL does
+    (:mod:`hw.engine.engine`): ``mb_max`` (rows per m-block), ``g`` (n-blocks per group),
+    ``m_blocks`` (the row count of each m-block) and ``tile_rows`` (activation beats of every tile in
+    the order the MXU runs them).
+
+    Args:
+        config: a :class:`hw.engine.EngineConfig`.
+    """
+    R, C = config.mxu.rows, config.mxu.cols
+    ob = config.operand_bytes
+    nsub = max(1, R * ob // 32)
+    cpw = max(1, 32 // (R * ob))
+    depth = config.a_buffer_bytes // (32 * nsub)
+    kb, nb = ceil(k / R), ceil(n / C)
+    wpr = ceil(kb / cpw)
+    mb_max = min(config.m_block, m, depth // wpr)
+    dep = config.mxu.latency_cycles + 16
+    g = 0
+    while g < nb and (g + 1) * mb_max <= config.acc_entries and g * mb_max < dep:
+        g += 1
+    minm = 2 * R + C - 1
+    blocks = []
+    m0 = 0
+    while m0 < m:
+        rem = m - m0
+        cap0 = min(config.first_block_rows, mb_max) if m0 == 0 else mb_max
+        if rem <= cap0:
+            mb = rem
+        elif rem - cap0 >= minm:
+            mb = cap0
+        elif rem <= mb_max:
+            mb = rem
+        elif rem - minm >= minm:
+            mb = rem - minm
+        else:
+            mb = min((rem + 1) // 2, cap0)
+        blocks.append(mb)
+        m0 += mb
+    tiles = []
+    for mb in blocks:
+        nb0 = 0
+        while nb0 < nb:
+            gc = min(g, nb - nb0)
+            tiles += [mb] * (kb * gc)
+            nb0 += gc
+    return {"mb_max": mb_max, "g": g, "m_blocks": blocks, "tile_rows": tiles}
+
+
+def engine_array_cycles(m: int, k: int, n: int, config) -> int:
+    """Cycles of the engine's tile sequence on the MXU alone (:func:`mxu_schedule` of
+    :func:`engine_blocking`'s tiles): what the engine would take with a memory that never makes it
+    wait; the RTL with the HBM controller takes at least this plus its start-up and drain."""
+    b = engine_blocking(m, k, n, config)
+    return mxu_schedule(config.mxu.rows, config.mxu.cols, config.mxu.stages, b["tile_rows"]).total_cycles

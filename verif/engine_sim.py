@@ -27,6 +27,7 @@ class AxiMemory:
         self.capacity = capacity
         self.data: dict[int, int] = {}
         self.errors: list[str] = []
+        self.written: set[int] = set()
 
     def load(self, base: int, stride: int, x: np.ndarray) -> None:
         raw = np.ascontiguousarray(x).view(np.uint8).reshape(x.shape[0], -1)
@@ -42,6 +43,7 @@ class AxiMemory:
         for i in range(BEAT):
             if strobe >> i & 1:
                 self.data[addr + i] = raw[i]
+                self.written.add(addr + i)
 
     def matrix(self, base: int, stride: int, rows: int, cols: int, dtype) -> np.ndarray:
         item = np.dtype(dtype).itemsize
@@ -209,6 +211,14 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
             await axil_write(REG["STATUS"].offset, 0b10)
             assert not ctx.get(eng.irq), "irq stays high after DONE was cleared"
             res = {"status": status, "cycles": cyc, "layout": lay, "mem": mem}
+            if lay is not None:
+                # every byte written must be a result byte of this job
+                row_b = n * (2 if job.get("out_bf16") else 4)
+                stray = [x for x in mem.written if not (lay.d_base <= x < lay.d_base + m * lay.d_stride
+                                                        and (x - lay.d_base) % lay.d_stride < row_b)]
+                res["stray_writes"] = len(stray)
+                res["bytes_written"] = len(mem.written)
+                mem.written.clear()
             if lay is not None and not (status >> 4) & 0xF:
                 res["d"] = mem.matrix(lay.d_base, lay.d_stride, m, n, np.uint16 if job.get("out_bf16") else np.uint32)
             results.append(res)

@@ -98,6 +98,9 @@ class EngineConfig:
         hbm: the memory (:class:`~hw.hbm.config.HBMConfig`); its ``address_bits`` set the AXI address
             width, ``burst_bytes`` must be 32.
         m_block: most activation rows per m-block, 1..65536 (default 128).
+        m_first: most rows of the first m-block, 1..65536, at most m_block in effect (default None:
+            2R + C - 1, the shortest tile that runs back to back): computing starts once the first
+            block of A has arrived, so a short first block hides the A load sooner.
         a_buffer_bytes: bytes per A bank (two banks), a power of two >= 32 * ceil(R*ob / 32); the
             largest K is ``a_buffer_bytes / ob`` (default 32 KiB: K <= 16384 for bf16).
         acc_entries: accumulator entries per bank (two banks), each C x 32 bits; a power of two
@@ -111,6 +114,7 @@ class EngineConfig:
     mxu: MXUConfig = field(default_factory=MXUConfig)
     hbm: HBMConfig = field(default_factory=HBMConfig)
     m_block: int = 128
+    m_first: int | None = None
     a_buffer_bytes: int = 32768
     acc_entries: int = 512
     rob_depth: int = 64
@@ -125,6 +129,8 @@ class EngineConfig:
         if self.hbm.burst_bytes != BEAT_BYTES:
             raise ValueError(f"hbm burst_bytes must be {BEAT_BYTES}; got {self.hbm.burst_bytes}")
         check_int("m_block", self.m_block, 1, 65536)
+        if self.m_first is not None:
+            check_int("m_first", self.m_first, 1, 65536)
         _pow2("acc_entries", self.acc_entries, 1, 1 << 20)
         if self.acc_entries < self.m_block:
             raise ValueError(f"acc_entries must be >= m_block = {self.m_block}; got {self.acc_entries}")
@@ -135,6 +141,10 @@ class EngineConfig:
     @property
     def operand_bytes(self) -> int:
         return self.mxu.operand_bits // 8
+
+    @property
+    def first_block_rows(self) -> int:
+        return self.m_first if self.m_first is not None else 2 * self.mxu.rows + self.mxu.cols - 1
 
     @property
     def max_k(self) -> int:
@@ -148,7 +158,7 @@ class EngineConfig:
             (c.subnormals == "ieee") << 26 | c.stages << 28
 
     def as_dict(self) -> dict:
-        return {"mxu": self.mxu.as_dict(), "hbm": self.hbm.as_dict(), "m_block": self.m_block,
+        return {"mxu": self.mxu.as_dict(), "hbm": self.hbm.as_dict(), "m_block": self.m_block, "m_first": self.m_first,
                 "a_buffer_bytes": self.a_buffer_bytes, "acc_entries": self.acc_entries,
                 "rob_depth": self.rob_depth}
 
@@ -216,6 +226,7 @@ class GEMMEngine(wiring.Component):
         a_pad = 0 if is_int8 else (1 << (w - 1))   # -0
         D = DIM_BITS
         A32 = 34                           # internal byte-address width (checked < capacity)
+        DEP_BEATS = mc.latency_cycles + 16  # K-chain distance that never stalls the feeder
 
         m = Module()
         m.submodules.csr = csr = CSRBlock(cfg.config_word, cfg.max_k)
@@ -262,12 +273,14 @@ class GEMMEngine(wiring.Component):
 
         regs = {n: getattr(csr, f"reg_{n}") for n in CSRBlock.RW}
         m_too = Signal()
+        m_zero = Signal()
         with m.Switch(state):
             with m.Case(S_IDLE):
                 with m.If(csr.start):
                     m.d.sync += [
                         busy.eq(1), done.eq(0), err.eq(0), bus_err.eq(0), cycles.eq(1),
                         Mr.eq(regs["M"]), Kr.eq(regs["K"]), Nr.eq(regs["N"]),
+                        m_zero.eq((regs["M"] == 0) | (regs["K"] == 0) | (regs["N"] == 0)),
                         m_too.eq((regs["M"] >> D).any() | (regs["K"] >> D).any() | (regs["N"] >> D).any()
                                  | (regs["K"] > cfg.max_k)),
                         load_c.eq(regs["FLAGS"][0]), out_bf16.eq(regs["FLAGS"][1]),
@@ -278,7 +291,7 @@ class GEMMEngine(wiring.Component):
                         state.eq(S_CHK1),
                     ]
             with m.Case(S_CHK1):
-                zero = (Mr == 0) | (Kr == 0) | (Nr == 0)
+                zero = m_zero
                 used = [("a", 1), ("b", 1), ("c", load_c), ("d", 1)]
                 misaligned = Const(0)
                 for n, u in used:
@@ -329,8 +342,10 @@ class GEMMEngine(wiring.Component):
                 with m.Else():
                     m.d.sync += [Mbmax.eq(loop_n), loop_n.eq(0), loop_p.eq(0), state.eq(S_G)]
             with m.Case(S_G):
-                # G = min(NB, floor(ACCD / Mbmax))
-                with m.If((loop_n < NB) & (loop_p + Mbmax <= ACCD)):
+                # G: the fewest n-blocks whose G * Mbmax beats cover the array latency plus a margin
+                # (so the K-chain never waits), at most NB and floor(ACCD / Mbmax). Few n-blocks per
+                # group keep the exposed write-back of the last group short.
+                with m.If((loop_n < NB) & (loop_p + Mbmax <= ACCD) & (loop_p < DEP_BEATS)):
                     m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + Mbmax)]
                 with m.Else():
                     m.d.sync += [G.eq(loop_n), state.eq(S_GO), go.eq(1)]
@@ -343,6 +358,12 @@ class GEMMEngine(wiring.Component):
             m.d.sync += go.eq(0)
 
         # ================= shared loop helpers ===========================================
+        def min_(a, b):
+            return Mux(a < b, a, b)
+
+        MINM = 2 * R + C - 1
+        Mfirst = Const(min(cfg.first_block_rows, cfg.m_block), range(cfg.m_block + 1))
+
         def blocks(p):
             """m-block / group position of one process: m0, nb0 and the derived sizes."""
             s = {
@@ -353,7 +374,15 @@ class GEMMEngine(wiring.Component):
             }
             rem_m = Mr - s["m0"]
             rem_n = NB - s["nb0"]
-            m.d.comb += [s["mb"].eq(Mux(rem_m < Mbmax, rem_m, Mbmax)),
+            # block sizes (verif.cycles.engine_blocking is the same rule): the first block at most
+            # Mfirst rows (computing starts sooner), the others at most Mbmax; no block shorter than
+            # MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot run back to back)
+            cap0 = Mux(s["m0"] == 0, min_(Mfirst, Mbmax), Mbmax)
+            mb_v = Mux(rem_m <= cap0, rem_m,
+                       Mux(rem_m >= cap0 + MINM, cap0,
+                           Mux(rem_m <= Mbmax, rem_m,
+                               Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap0)))))
+            m.d.comb += [s["mb"].eq(mb_v),
                          s["gc"].eq(Mux(rem_n < G, rem_n, G))]
             s["last_group"] = s["nb0"] + s["gc"] >= NB
             s["last_mblock"] = s["m0"] + s["mb"] >= Mr
@@ -368,9 +397,6 @@ class GEMMEngine(wiring.Component):
                 s["m0"].eq(Mux(s["last_group"], s["m0"] + s["mb"], s["m0"])),
                 s["fin"].eq(s["last_group"] & s["last_mblock"]),
             ]
-
-        def min_(a, b):
-            return Mux(a < b, a, b)
 
         # per-bank hand-shake flags
         a_busy = Signal(2)     # A bank claimed by the loader, released by the feeder
@@ -837,7 +863,14 @@ class GEMMEngine(wiring.Component):
         WFD = 16
         m.submodules.wdfifo = wdfifo = SyncFIFOBuffered(width=WB + BB, depth=WFD)
         x_go = Signal()
-        m.d.comb += x_go.eq(run & ~wd["fin"] & (x_state == ACC_DONE) & (wdfifo.level <= WFD - 3))
+        # a row may be written once its last entry got its final value: during the group's last
+        # k-block pass, entry (g, i) is output number (KB*Gc - 1)*Mb + i + 1 - (Gc - 1 - g)*Mb; the
+        # row's last entry (g = Gc - 1) is output (KB*Gc - 1)*Mb + i + 1.
+        x_final = Signal(D + 12)
+        m.d.comb += x_final.eq((KB * wd["gc"] - 1) * wd["mb"] + x_i + 1)
+        x_w = Mux(x_bank, wcount[1], wcount[0])
+        x_row_ready = (x_state == ACC_DONE) | ((x_state == ACC_READY) & (x_w >= x_final))
+        m.d.comb += x_go.eq(run & ~wd["fin"] & x_row_ready & (wdfifo.level <= WFD - 3))
         # the first piece of a row starts at byte xs: x_off holds it when x_i's row begins
         cur_off = Signal(D + 12)
         m.d.comb += cur_off.eq(x_off)

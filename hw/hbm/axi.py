@@ -139,7 +139,8 @@ class HBMController(wiring.Component):
             w_addr = Signal(aw, name=f"p{p}_w_addr")
             w_err = Signal(name=f"p{p}_w_err")
             w_grant = Signal(name=f"p{p}_w_grant")
-            m.d.comb += axi.awready.eq(~w_busy & ~w_resp)
+            # the next AW may come in the cycle its predecessor's B is taken
+            m.d.comb += axi.awready.eq(~w_busy & (~w_resp | axi.bready))
             with m.If(axi.awvalid & axi.awready):
                 m.d.sync += [w_busy.eq(1), w_id.eq(axi.awid), w_addr.eq(axi.awaddr),
                              w_err.eq(bad_burst(axi.awaddr, axi.awlen, axi.awsize, axi.awburst))]
