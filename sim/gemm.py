@@ -40,13 +40,15 @@ class EngineParams:
     acc_entries: int = 512
 
     def engine_config(self):
-        """The :class:`hw.engine.EngineConfig` (HBM: DRAMsim3 HBM2 timing, default geometry)."""
-        from hw.engine import EngineConfig
+        """The :class:`hw.engine.EngineConfig` (HBM: DRAMsim3 HBM2 timing, default geometry, channel
+        interleave per 32 B burst)."""
+        from hw.engine import ENGINE_ADDRESS_MAPPING, EngineConfig
         from hw.hbm.config import HBMConfig
         from hw.mxu import MXUConfig
         return EngineConfig(mxu=MXUConfig(rows=self.rows, cols=self.cols, fmt=self.fmt, subnormals=self.subnormals,
                                           stages=self.stages),
-                            hbm=HBMConfig(pseudo_channels=self.pseudo_channels, queue_depth=self.queue_depth),
+                            hbm=HBMConfig(pseudo_channels=self.pseudo_channels, queue_depth=self.queue_depth,
+                                          address_mapping=ENGINE_ADDRESS_MAPPING),
                             m_block=self.m_block, a_buffer_bytes=self.a_buffer_bytes, acc_entries=self.acc_entries)
 
 

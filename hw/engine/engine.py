@@ -60,9 +60,14 @@ from ..mxu import MXU, MXUConfig
 from .csr import CSRBlock, axi4lite_signature
 from .dma import BurstSplitter
 
-__all__ = ["EngineConfig", "GEMMEngine", "ERRORS", "DIM_BITS", "FMT_CODES"]
+__all__ = ["EngineConfig", "GEMMEngine", "ERRORS", "DIM_BITS", "FMT_CODES", "ENGINE_ADDRESS_MAPPING"]
 
 DIM_BITS = 20  #: M, K, N are 1 .. 2**20 - 1
+#: Default address mapping of the engine's memory: the pseudo-channel is the lowest field above the
+#: burst offset, so consecutive 32 B bursts alternate pseudo-channels and one sequential stream (an A
+#: row, a result row) uses every pseudo-channel at once; the columns above it keep each channel's
+#: accesses inside its open DRAM row.
+ENGINE_ADDRESS_MAPPING = ("row", "bank", "bank_group", "column", "channel")
 BEAT_BYTES = 32
 
 #: STATUS.ERROR codes (checked in this order; the first failing check is reported).
@@ -96,7 +101,8 @@ class EngineConfig:
         mxu: the array (:class:`~hw.mxu.MXUConfig`); rows and cols must be powers of two (every
             buffer row is then a whole number of 32 B beats or a power-of-two part of one).
         hbm: the memory (:class:`~hw.hbm.config.HBMConfig`); its ``address_bits`` set the AXI address
-            width, ``burst_bytes`` must be 32.
+            width, ``burst_bytes`` must be 32 (default: HBM2 geometry with
+            :data:`ENGINE_ADDRESS_MAPPING`).
         m_block: most activation rows per m-block, 1..65536 (default 128).
         m_first: most rows of the first m-block, 1..65536, at most m_block in effect (default None:
             2R + C - 1, the shortest tile that runs back to back): computing starts once the first
@@ -112,7 +118,7 @@ class EngineConfig:
     """
 
     mxu: MXUConfig = field(default_factory=MXUConfig)
-    hbm: HBMConfig = field(default_factory=HBMConfig)
+    hbm: HBMConfig = field(default_factory=lambda: HBMConfig(address_mapping=ENGINE_ADDRESS_MAPPING))
     m_block: int = 128
     m_first: int | None = None
     a_buffer_bytes: int = 32768
@@ -260,11 +266,18 @@ class GEMMEngine(wiring.Component):
         ldb_R1 = Signal(A32 + 8)           # (R - 1) * B_STRIDE
         ob_out = Mux(out_bf16, 2, 4)
 
+        def min_(a, b):
+            return Mux(a < b, a, b)
+
         state = Signal(range(16))
         S_IDLE, S_CHK1, S_CHK2, S_RANGE, S_MB, S_G, S_GO, S_RUN = range(8)
         rng_i = Signal(2)
         loop_n = Signal(range(max(cfg.m_block, ACCD) + 2))
         loop_p = Signal(D + 2)
+        QB = ABUF_DEPTH.bit_length()           # quotient bits of ABUF_DEPTH / WPR
+        div_q = Signal(QB)
+        div_r = Signal(QB + 1)
+        div_b = Signal(range(QB))
 
         with m.If(busy & ~done):
             m.d.sync += cycles.eq(cycles + 1)
@@ -332,15 +345,21 @@ class GEMMEngine(wiring.Component):
                 with m.If(use & (end > capacity)):
                     m.d.sync += [err.eq(6), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
                 with m.Elif(rng_i == 3):
-                    m.d.sync += [state.eq(S_MB), loop_n.eq(0), loop_p.eq(0)]
+                    m.d.sync += [state.eq(S_MB), div_q.eq(0), div_r.eq(ABUF_DEPTH), div_b.eq(QB - 1)]
                 with m.Else():
                     m.d.sync += rng_i.eq(rng_i + 1)
             with m.Case(S_MB):
-                # Mbmax = min(m_block, M, floor(ABUF_DEPTH / WPR))
-                with m.If((loop_n < cfg.m_block) & (loop_n < Mr) & (loop_p + WPR <= ABUF_DEPTH)):
-                    m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + WPR)]
+                # Mbmax = min(m_block, M, floor(ABUF_DEPTH / WPR)): restoring division, one quotient
+                # bit per cycle
+                trial = WPR << div_b
+                with m.If(trial <= div_r):
+                    m.d.sync += [div_r.eq(div_r - trial), div_q.eq(div_q | (1 << div_b))]
+                with m.If(div_b == 0):
+                    q_fin = Mux(trial <= div_r, div_q | 1, div_q)
+                    m.d.sync += [Mbmax.eq(min_(min_(q_fin, Mr), cfg.m_block)), loop_n.eq(0), loop_p.eq(0),
+                                 state.eq(S_G)]
                 with m.Else():
-                    m.d.sync += [Mbmax.eq(loop_n), loop_n.eq(0), loop_p.eq(0), state.eq(S_G)]
+                    m.d.sync += div_b.eq(div_b - 1)
             with m.Case(S_G):
                 # G: the fewest n-blocks whose G * Mbmax beats cover the array latency plus a margin
                 # (so the K-chain never waits), at most NB and floor(ACCD / Mbmax). Few n-blocks per
@@ -358,8 +377,6 @@ class GEMMEngine(wiring.Component):
             m.d.sync += go.eq(0)
 
         # ================= shared loop helpers ===========================================
-        def min_(a, b):
-            return Mux(a < b, a, b)
 
         MINM = 2 * R + C - 1
         Mfirst = Const(min(cfg.first_block_rows, cfg.m_block), range(cfg.m_block + 1))
@@ -550,40 +567,42 @@ class GEMMEngine(wiring.Component):
         wa_nbC = Signal(D + 9)
         wa_r = Signal(range(R))
         wa_q = Signal(range(WS + 1))
-        wa_full = Signal()
-        wa_data = Signal(C * w)
+        wa_data = Signal(C * w)              # lanes of the beats before the row's last one
         with m.If(go):
-            m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0),
-                         wa_full.eq(0)]
+            m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0)]
         _, wa_beats, wa_cols = wrow_geometry(wa_nbC, wa_k0 + wa_r)
         wa_real = (wa_k0 + wa_r) < Kr
         wa_active = run & ~wa["fin"]
-        m.submodules.wfifo = wfifo = SyncFIFOBuffered(width=C * w, depth=max(4, 2 * R))
-        m.d.comb += self.mem_w.rready.eq(wa_active & wa_real & ~wa_full)
+        # four tiles of weight rows: a refresh (tRFC + tRP, ~300 cycles) of the pseudo-channel holding
+        # B must not starve the array
+        m.submodules.wfifo = wfifo = SyncFIFOBuffered(width=C * w, depth=max(16, 4 * R))
+        wa_last_beat = wa_q + 1 == wa_beats
+        # a row goes into the FIFO in the cycle its last beat arrives (or at once for a padding row)
+        m.d.comb += self.mem_w.rready.eq(wa_active & wa_real & (~wa_last_beat | wfifo.w_rdy))
         wbeat = self.mem_w.rvalid & self.mem_w.rready
+        if WS > 1:
+            row_now = Signal(C * w)
+            lanes = []
+            for q in range(WS):
+                lanes.append(Mux(wa_q == q, self.mem_w.rdata, wa_data[q * WB:(q + 1) * WB]))
+            m.d.comb += row_now.eq(Cat(*lanes))
+            with m.If(wbeat):
+                m.d.sync += wa_data.eq(row_now)
+        else:
+            part = (wa_nbC >> lgC)[:max(1, _lg(WPART))] if WPART > 1 else Const(0, 1)
+            sel = Const(0, C * w)
+            for p_ in range(WPART):
+                sel = Mux(part == p_, self.mem_w.rdata[p_ * C * w:(p_ + 1) * C * w], sel)
+            row_now = sel
         with m.If(wbeat):
-            if WS > 1:
-                for q in range(WS):
-                    with m.If(wa_q == q):
-                        m.d.sync += wa_data[q * WB:(q + 1) * WB].eq(self.mem_w.rdata)
-            else:
-                part = (wa_nbC >> lgC)[:max(1, _lg(WPART))] if WPART > 1 else Const(0, 1)
-                sel = Const(0, C * w)
-                for p_ in range(WPART):
-                    sel = Mux(part == p_, self.mem_w.rdata[p_ * C * w:(p_ + 1) * C * w], sel)
-                m.d.sync += wa_data.eq(sel)
-            with m.If(wa_q + 1 == wa_beats):
-                m.d.sync += [wa_full.eq(1), wa_q.eq(0)]
-            with m.Else():
-                m.d.sync += wa_q.eq(wa_q + 1)
-        with m.If(wa_active & ~wa_real & ~wa_full):
-            m.d.sync += wa_full.eq(1)
+            m.d.sync += wa_q.eq(Mux(wa_last_beat, 0, wa_q + 1))
+        push = Signal()
+        m.d.comb += push.eq(wa_active & wfifo.w_rdy & Mux(wa_real, self.mem_w.rvalid & wa_last_beat, 1))
         # mask columns >= N (and whole padding rows) to +0
         wa_cols_eff = Mux(wa_real, wa_cols, 0)
-        masked = Cat(*(Mux(c < wa_cols_eff, wa_data[c * w:(c + 1) * w], 0) for c in range(C)))
-        m.d.comb += [wfifo.w_data.eq(masked), wfifo.w_en.eq(wa_full)]
-        with m.If(wa_full & wfifo.w_rdy):
-            m.d.sync += wa_full.eq(0)
+        masked = Cat(*(Mux(c < wa_cols_eff, row_now[c * w:(c + 1) * w], 0) for c in range(C)))
+        m.d.comb += [wfifo.w_data.eq(masked), wfifo.w_en.eq(push)]
+        with m.If(push):
             with m.If(wa_r != 0):
                 m.d.sync += wa_r.eq(wa_r - 1)
             with m.Else():

@@ -176,10 +176,6 @@ class HBMController(wiring.Component):
             meta_err = Signal(D, name=f"p{p}_rob_err")
             done = Signal(D, name=f"p{p}_rob_done")
 
-            m.d.comb += axi.arready.eq(~r_busy)
-            with m.If(axi.arvalid & axi.arready):
-                m.d.sync += [r_busy.eq(1), r_id.eq(axi.arid), r_addr.eq(axi.araddr), r_left.eq(axi.arlen),
-                             r_err.eq(bad_burst(axi.araddr, axi.arlen, axi.arsize, axi.arburst))]
             rreq_valid = Signal(name=f"p{p}_rreq_valid")
             m.d.comb += rreq_valid.eq(r_busy & ~r_err & ~full)
             alloc = Signal(name=f"p{p}_rob_alloc")
@@ -193,6 +189,12 @@ class HBMController(wiring.Component):
                                      meta_err[s].eq(r_err)]
                 with m.If(r_left == 0):
                     m.d.sync += r_busy.eq(0)
+            # the next AR may come in the cycle the last beat of the current one is allocated
+            # (its capture comes after the statements above, so it wins)
+            m.d.comb += axi.arready.eq(~r_busy | (alloc & (r_left == 0)))
+            with m.If(axi.arvalid & axi.arready):
+                m.d.sync += [r_busy.eq(1), r_id.eq(axi.arid), r_addr.eq(axi.araddr), r_left.eq(axi.arlen),
+                             r_err.eq(bad_burst(axi.araddr, axi.arlen, axi.arsize, axi.arburst))]
             tag = Cat(tail_slot, Const(p, max(1, self.port_bits)) if self.port_bits else Const(0, 0))
             requesters.append((rreq_valid, channel_of(r_addr), 0, r_addr, tag, 0, 0, r_grant))
 
