@@ -325,7 +325,8 @@ bf16 bit patterns). The file is written atomically (all or nothing).
 
 JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, sim, pseudo_channels,
 cycles (engine cycles, start to done), predicted_cycles (the array alone with always-ready
-streams, verif.cycles.gemm_cycles), ideal_cycles (M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2
+streams, verif.cycles.gemm_cycles), engine_model_cycles (the array alone on the engine's own
+blocking of M into m-blocks, verif.cycles.engine_array_cycles), ideal_cycles (M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2
 weight-stationary), utilization (ideal/cycles), status (the engine's STATUS), engine_error
 (null, or the error it reports), bitexact, mismatches, build_s, sim_cycles_per_s, wall_s, output.
 
@@ -483,6 +484,16 @@ def engine_error(status: int) -> str | None:
     return f"STATUS 0x{int(status):x}: " + (", ".join(parts) if parts else "unexpected bits")
 
 
+def engine_model_cycles(m: int, k: int, n: int, params) -> int | None:
+    """The array alone on the engine's own blocking (``verif.cycles.engine_array_cycles``): what the
+    engine would take if memory never made it wait; None if the model is not available."""
+    try:
+        from verif.cycles import engine_array_cycles
+        return int(engine_array_cycles(m, k, n, params.engine_config()))
+    except (ImportError, AttributeError):
+        return None
+
+
 def expected_bits(job, fmt: str, subnormals: str):
     """Golden result bit patterns of a ``sim.gemm.GemmJob``: uint32 (fp32 or int32 results) or
     uint16 (bf16 output), NaN as the canonical pattern the hardware emits."""
@@ -638,6 +649,7 @@ def _cmd_matmul(args) -> int:
         "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim,
         "pseudo_channels": engine.pseudo_channels,
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
+        "engine_model_cycles": engine_model_cycles(m, k, n, engine),
         "ideal_cycles": ideal, "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
         "status": int(result.status), "engine_error": engine_error(result.status),

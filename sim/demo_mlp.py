@@ -102,8 +102,8 @@ def _golden(job, cfg):
     return matmul(job.a, job.b, job.c, fmt=cfg.fmt, subnormals=cfg.subnormals)
 
 
-def _layer_record(name, job, result, info, golden_bits, cfg):
-    from sim.cli import compare_bits, engine_error, result_bits
+def _layer_record(name, job, result, info, golden_bits, cfg, params):
+    from sim.cli import compare_bits, engine_error, engine_model_cycles, result_bits
     from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
 
     m, k = job.a.shape
@@ -115,6 +115,7 @@ def _layer_record(name, job, result, info, golden_bits, cfg):
         "layer": name, "m": m, "k": k, "n": n,
         "cycles": int(result.cycles),
         "predicted_cycles": gemm_cycles(m, k, n, cfg.rows, cfg.cols, cfg.stages),
+        "engine_model_cycles": engine_model_cycles(m, k, n, params),
         "ideal_cycles": ideal,
         "scalesim_cycles": scalesim_ws_cycles(m, k, n, cfg.rows, cfg.cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
@@ -162,13 +163,13 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
     job1 = _job(x_test, w1, b1, cfg.fmt)
     (res1,), info1 = run_gemms([job1], params, sim=cfg.sim, progress=progress)
     gold1 = _golden(job1, cfg)
-    rec1 = _layer_record("hidden", job1, res1, info1, gold1.view(np.uint32), cfg)
+    rec1 = _layer_record("hidden", job1, res1, info1, gold1.view(np.uint32), cfg, params)
     h_rtl = np.ascontiguousarray(res1.result, dtype=np.float32) if rec1["engine_error"] is None else gold1
     # Layer 2 on the RTL from the RTL's hidden activations.
     job2 = _job(relu(h_rtl), w2, b2, cfg.fmt)
     (res2,), info2 = run_gemms([job2], params, sim=cfg.sim, progress=progress)
     gold2 = _golden(job2, cfg)
-    rec2 = _layer_record("output", job2, res2, info2, gold2.view(np.uint32), cfg)
+    rec2 = _layer_record("output", job2, res2, info2, gold2.view(np.uint32), cfg, params)
     rtl_logits = np.ascontiguousarray(res2.result, dtype=np.float32)
     rtl_pred = rtl_logits.argmax(axis=1)
     # The golden model end to end (its own hidden activations).

@@ -174,6 +174,77 @@ def test_preset_gives_engine_parameters(files, capsys, monkeypatch):
     assert rc == 2 and "--stages: must be 1..4" in err
 
 
+# ---- the command's checking and output, with a stand-in for the RTL ----------------------------------
+
+def fake_engine(monkeypatch, *, flip=None, status=2):
+    """Replace run_gemms by the golden model (status 2 = STATUS.DONE, as the testbench returns it);
+    ``flip`` = (i, j) flips the last bit of that result."""
+    import sim.gemm
+    from verif.golden import fp32_to_bf16_bits, matmul
+
+    def run(jobs, params, **kwargs):
+        out = []
+        for job in jobs:
+            ref = matmul(job.a, job.b, job.c, fmt=params.fmt, subnormals=params.subnormals)
+            bits = fp32_to_bf16_bits(ref) if job.out == "bf16" else ref.view(np.uint32).copy()
+            if flip is not None:
+                bits[flip] ^= 1
+            out.append(sim.gemm.GemmResult(bits.view(np.float32) if job.out == "fp32" else bits, bits, 1234, status))
+        return out, {"sim_cycles": 1300, "wall_s": 1.0, "build_s": 0.5, "cycles_per_s": 1300.0}
+
+    monkeypatch.setattr(sim.gemm, "run_gemms", run)
+
+
+def test_mismatch_exit_1_file_written_first_mismatch_on_stderr(files, capsys, monkeypatch):
+    fake_engine(monkeypatch, flip=(2, 3))
+    rc = main(["matmul", "a.npy", "b.npy", "-o", "out/C.npy"])
+    captured = capsys.readouterr()
+    assert rc == 1
+    report = json.loads(captured.out)
+    assert report["bitexact"] is False and report["mismatches"] == 1 and report["output"] == "out/C.npy"
+    lines = captured.err.splitlines()
+    assert lines[0].startswith("mxu: mismatch at C[2, 3]: rtl 0x") and ", golden 0x" in lines[0]
+    assert lines[1] == "mxu: 1 of 147 results differ from the golden model; out/C.npy holds the RTL's results"
+    assert (files / "out" / "C.npy").is_file()
+
+
+def test_engine_error_exit_1_nothing_written(files, capsys, monkeypatch):
+    fake_engine(monkeypatch, status=0x12)  # DONE with ERROR code 1
+    rc = main(["matmul", "a.npy", "b.npy", "-o", "C.npy"])
+    captured = capsys.readouterr()
+    assert rc == 1 and json.loads(captured.out)["engine_error"].startswith("STATUS 0x12: ERROR 1")
+    assert captured.err.startswith("mxu: failed: the engine reported STATUS 0x12") and not (files / "C.npy").exists()
+
+
+def test_report_fields_and_outputs(files, capsys, monkeypatch):
+    """With the stand-in: the JSON fields, the cycle models, the output dtypes (int32 for int8, bf16
+    widened to float32), and no temporary file left."""
+    from verif.cycles import gemm_cycles
+    from verif.golden import fp32_to_bf16_bits, matmul, to_format
+
+    fake_engine(monkeypatch)
+    assert main(["matmul", "a.npy", "b.npy", "--c", "c.npy", "--rows", "16", "--cols", "4", "-o", "C.npy"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for key in ("m", "k", "n", "rows", "cols", "fmt", "subnormals", "sim", "cycles", "predicted_cycles",
+                "engine_model_cycles", "ideal_cycles", "scalesim_cycles", "utilization", "bitexact", "mismatches",
+                "wall_s", "status", "engine_error", "pseudo_channels", "out_fmt", "stages"):
+        assert key in report
+    assert (report["rows"], report["cols"], report["cycles"], report["status"]) == (16, 4, 1234, 2)
+    assert report["predicted_cycles"] == gemm_cycles(7, 13, 21, 16, 4, 2)
+    assert report["scalesim_cycles"] == 1 * 6 * (32 + 4 + 7 - 2) and report["utilization"] == round(7 * 13 * 21 / 64 / 1234, 4)
+    a, b, c = np.load("a.npy"), np.load("b.npy"), np.load("c.npy")
+    want = matmul(to_format(a, "bf16"), to_format(b, "bf16"), c, fmt="bf16", subnormals="ftz")
+    assert np.array_equal(np.load("C.npy").view(np.uint32), want.view(np.uint32))
+    assert main(["matmul", "a.npy", "b.npy", "--out-fmt", "bf16", "-o", "C16.npy"]) == 0
+    got = np.load("C16.npy")
+    assert got.dtype == np.float32
+    want = fp32_to_bf16_bits(matmul(to_format(a, "bf16"), to_format(b, "bf16"), fmt="bf16", subnormals="ftz"))
+    assert np.array_equal(got.view(np.uint32) >> 16, want) and not (got.view(np.uint32) & 0xFFFF).any()
+    assert main(["matmul", "a_i8.npy", "b_i8.npy", "--preset", "tpu-v1-int8-8x8", "-o", "Ci.npy"]) == 0
+    assert np.load("Ci.npy").dtype == np.int32 and (np.load("Ci.npy") == 13).all()
+    assert not [p for p in files.iterdir() if p.name.startswith(".")]
+
+
 # ---- golden helpers of the command (no RTL) --------------------------------------------------------
 
 def test_expected_bits_canonical_nan_and_bf16_output():
@@ -392,7 +463,8 @@ def test_matmul_command_end_to_end(simulator, seed, tmp_path, monkeypatch, capsy
     assert report["bitexact"] is True and report["mismatches"] == 0 and report["engine_error"] is None
     assert (report["m"], report["k"], report["n"], report["rows"], report["cols"]) == (7, 13, 21, 8, 8)
     assert report["sim"] == simulator and report["fmt"] == "bf16" and report["subnormals"] == "ftz"
-    assert report["cycles"] >= report["predicted_cycles"] > 0 and report["scalesim_cycles"] == 2 * 3 * (16 + 8 + 7 - 2)
+    assert report["cycles"] >= report["engine_model_cycles"] >= report["predicted_cycles"] > 0
+    assert report["scalesim_cycles"] == 2 * 3 * (16 + 8 + 7 - 2)
     assert report["utilization"] == round(7 * 13 * 21 / 64 / report["cycles"], 4)
     assert not list(tmp_path.glob("out/.*"))                # no temporary file left behind
     if simulator != "verilator":
