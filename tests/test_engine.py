@@ -142,3 +142,28 @@ def test_engine_config_errors():
         EngineConfig(a_buffer_bytes=1000)
     with pytest.raises(ValueError, match=r"^m_block must be an integer from 1 to 65536; got 0$"):
         EngineConfig(m_block=0)
+
+
+def test_readme_register_table_is_the_register_map():
+    """README's register table is generated from hw.engine.csr.REGISTERS: keep them equal."""
+    from pathlib import Path
+
+    from hw.engine import register_table_markdown
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert register_table_markdown() in readme
+
+
+def test_cycle_model_blocking_matches_the_rtl_rule():
+    """verif.cycles.engine_blocking: every block <= Mbmax, the blocks cover M, none shorter than
+    2R + C - 1 when M allows, and the group covers the K-chain distance."""
+    from verif.cycles import engine_blocking
+    cfg = EngineConfig(mxu=MXUConfig(rows=8, cols=8))
+    minm = 23
+    for m in (1, 22, 23, 46, 47, 64, 100, 128, 129, 150, 151, 250, 1000):
+        b = engine_blocking(m, 64, 64, cfg)
+        assert sum(b["m_blocks"]) == m and max(b["m_blocks"]) <= b["mb_max"]
+        if m >= 2 * minm:
+            assert min(b["m_blocks"]) >= minm, (m, b["m_blocks"])
+        assert b["g"] * b["mb_max"] >= min(cfg.mxu.latency_cycles + 16, 8 * b["mb_max"])
+    assert engine_blocking(64, 64, 64, cfg)["m_blocks"] == [23, 41]
+    assert engine_blocking(1, 256, 256, cfg)["g"] == 32
