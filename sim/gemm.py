@@ -70,7 +70,8 @@ class GemmResult:
     result: (M, N) float32 (int32 for int8; ml_dtypes bfloat16 when ``out == "bf16"``).
     bits: the raw result bit patterns (uint32, or uint16 for bf16 output).
     cycles: engine cycles from the start strobe to done (its CYCLES register).
-    status: the engine's STATUS error code (0 = ok).
+    status: the raw STATUS register after the run: 0b10 (DONE) on success; bits [7:4] hold the
+        ERROR code (``hw.engine.ERRORS``) and bit 8 BUS_ERROR.
     """
     result: np.ndarray
     bits: np.ndarray
@@ -122,7 +123,7 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
         params: the hardware (:class:`EngineParams`).
         sim: "verilator" or "icarus".
         waves: write an FST/VCD waveform there.
-        progress: show a progress bar (tqdm) on stderr.
+        progress: show a progress bar (tqdm) on stderr when stderr is a terminal.
         raw_jobs: instead of ``jobs``, hand-made register writes ``[{"writes": [(offset, value), ...]}]``
             (tests of the descriptor checks); results then have empty arrays and the STATUS.
         pad_bytes: extra bytes (multiple of 32) at the end of every matrix row in memory.
@@ -164,9 +165,10 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
                   for s in specs if s["kind"] == "gemm")
         timeout_cycles = 20 * est + 20_000
     bar = None
-    if progress:
+    import sys
+    if progress and sys.stderr.isatty():
         from tqdm import tqdm
-        bar = tqdm(total=3, desc="gemm", unit="step", file=__import__("sys").stderr, leave=False,
+        bar = tqdm(total=3, desc="gemm", unit="step", file=sys.stderr, leave=False,
                    bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
         bar.set_postfix_str("generating Verilog")
     t0 = time.perf_counter()
