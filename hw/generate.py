@@ -58,7 +58,21 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     """
     from amaranth.back import verilog
 
-    from .mxu import MXU, MXURow
+    from .mxu import MXU
+
+    row_name = f"{name}_row"
+    pe_text, row_text = _pe_and_row_verilog(config, name)
+    # emit_src=False: no (* src *) attribute per wire (see _pe_and_row_verilog)
+    top_text = verilog.convert(MXU(config, pe_blackbox=True, row_name=row_name), name=name, emit_src=False)
+    return "\n".join((pe_text, row_text, top_text))
+
+
+def _pe_and_row_verilog(config, name: str) -> tuple[str, str]:
+    """Verilog of ``<name>_pe`` (one PE, marked for Verilator's hierarchical verilation) and
+    ``<name>_row`` (C instances of it) for the MXU ``config``; neither keeps ``(* top = 1 *)``."""
+    from amaranth.back import verilog
+
+    from .mxu import MXURow
     from .pe import PE
 
     pe_name, row_name = f"{name}_pe", f"{name}_row"
@@ -67,7 +81,6 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     pe_text = verilog.convert(PE(config.pe), name=pe_name, emit_src=False)
     row_text = verilog.convert(MXURow(config.pe, config.cols, pe_blackbox=True, pe_name=pe_name), name=row_name,
                                emit_src=False)
-    top_text = verilog.convert(MXU(config, pe_blackbox=True, row_name=row_name), name=name, emit_src=False)
     # Mark the PE for Verilator's hierarchical verilation (--hierarchical): the PE is compiled once
     # instead of once per instance. Other tools read the marker as a comment.
     head = pe_text.index(f"module {pe_name}(")
@@ -77,7 +90,7 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     # `hierarchy` picks the PE as the top and deletes the array.
     pe_text = re.sub(r"\(\* top = +1 +\*\)\n", "", pe_text)
     row_text = re.sub(r"\(\* top = +1 +\*\)\n", "", row_text)
-    return "\n".join((pe_text, row_text, top_text))
+    return pe_text, row_text
 
 
 def gemm_top_verilog(config, name: str = "gemm") -> str:
@@ -85,19 +98,9 @@ def gemm_top_verilog(config, name: str = "gemm") -> str:
     as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does."""
     from amaranth.back import verilog
 
-    from .mxu import MXURow
-    from .pe import PE
     from .top import GEMMTop
 
-    pe_name, row_name = f"{name}_pe", f"{name}_row"
-    mc = config.mxu
-    pe_text = verilog.convert(PE(mc.pe), name=pe_name, emit_src=False)
-    row_text = verilog.convert(MXURow(mc.pe, mc.cols, pe_blackbox=True, pe_name=pe_name), name=row_name,
+    pe_text, row_text = _pe_and_row_verilog(config.mxu, name)
+    top_text = verilog.convert(GEMMTop(config, pe_blackbox=True, row_name=f"{name}_row"), name=name,
                                emit_src=False)
-    top_text = verilog.convert(GEMMTop(config, pe_blackbox=True, row_name=row_name), name=name, emit_src=False)
-    head = pe_text.index(f"module {pe_name}(")
-    body = pe_text.index(";\n", head) + 2
-    pe_text = pe_text[:body] + "  /*verilator hier_block*/\n" + pe_text[body:]
-    pe_text = re.sub(r"\(\* top = +1 +\*\)\n", "", pe_text)
-    row_text = re.sub(r"\(\* top = +1 +\*\)\n", "", row_text)
     return "\n".join((pe_text, row_text, top_text))

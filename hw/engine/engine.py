@@ -210,7 +210,7 @@ class GEMMEngine(wiring.Component):
     def elaborate(self, platform):  # noqa: C901 (one process per block, written out)
         cfg = self.config
         mc = cfg.mxu
-        R, C, L = mc.rows, mc.cols, mc.stages
+        R, C = mc.rows, mc.cols
         lgR, lgC = _lg(R), _lg(C)
         w = mc.operand_bits
         ob = w // 8
@@ -504,7 +504,7 @@ class GEMMEngine(wiring.Component):
                 m.d.sync += ac_j.eq(ac_j + 1)
 
         # ================= weight loader ================================================
-        def wrow_geometry(nbC, k):
+        def wrow_geometry(nbC):
             """(byte offset of the row segment in its row, beats to read, real columns)."""
             rem = Nr - nbC
             cols_real = Signal(range(C + 1))
@@ -529,7 +529,7 @@ class GEMMEngine(wiring.Component):
         with m.If(go):
             m.d.sync += [wi_kb.eq(0), wi_k0.eq(0), wi_g.eq(0), wi_nbC.eq(0), wi_r.eq(R - 1),
                          wi_kbase.eq(base["b"]), wi_row.eq(base["b"] + ldb_R1)]
-        wi_off, wi_beats, _ = wrow_geometry(wi_nbC, wi_k0 + wi_r)
+        wi_off, wi_beats, _ = wrow_geometry(wi_nbC)
         wi_real = (wi_k0 + wi_r) < Kr
         wi_active = run & ~wi["fin"]
         m.d.comb += [sp_w.cmd.valid.eq(wi_active & wi_real), sp_w.cmd.payload.addr.eq(wi_row + wi_off),
@@ -537,7 +537,7 @@ class GEMMEngine(wiring.Component):
         wi_step = Signal()
         m.d.comb += wi_step.eq(wi_active & (~wi_real | sp_w.cmd.ready))
 
-        def tile_loop_step(p, kb, k0, g, nbC, s, extra_tile=(), extra_kb=(), extra_group=()):
+        def tile_loop_step(kb, k0, g, nbC, s, extra_tile=(), extra_kb=(), extra_group=()):
             """Statements advancing (kb, g) after a tile; returns nothing (emits under current If)."""
             last_g = g + 1 == s["gc"]
             last_kb = kb + 1 == KB
@@ -554,7 +554,7 @@ class GEMMEngine(wiring.Component):
                 m.d.sync += [wi_r.eq(wi_r - 1), wi_row.eq(wi_row - stride["b"])]
             with m.Else():
                 m.d.sync += wi_r.eq(R - 1)
-                tile_loop_step("wi", wi_kb, wi_k0, wi_g, wi_nbC, wi,
+                tile_loop_step(wi_kb, wi_k0, wi_g, wi_nbC, wi,
                                extra_tile=[wi_row.eq(wi_kbase + ldb_R1)],
                                extra_kb=[wi_kbase.eq(wi_kbase + ldb_R), wi_row.eq(wi_kbase + ldb_R + ldb_R1)],
                                extra_group=[wi_kbase.eq(base["b"]), wi_row.eq(base["b"] + ldb_R1)])
@@ -570,7 +570,7 @@ class GEMMEngine(wiring.Component):
         wa_data = Signal(C * w)              # lanes of the beats before the row's last one
         with m.If(go):
             m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0)]
-        _, wa_beats, wa_cols = wrow_geometry(wa_nbC, wa_k0 + wa_r)
+        _, wa_beats, wa_cols = wrow_geometry(wa_nbC)
         wa_real = (wa_k0 + wa_r) < Kr
         wa_active = run & ~wa["fin"]
         # four tiles of weight rows: a refresh (tRFC + tRP, ~300 cycles) of the pseudo-channel holding
@@ -607,7 +607,7 @@ class GEMMEngine(wiring.Component):
                 m.d.sync += wa_r.eq(wa_r - 1)
             with m.Else():
                 m.d.sync += wa_r.eq(R - 1)
-                tile_loop_step("wa", wa_kb, wa_k0, wa_g, wa_nbC, wa)
+                tile_loop_step(wa_kb, wa_k0, wa_g, wa_nbC, wa)
         m.d.comb += [mxu.wgt.valid.eq(wfifo.r_rdy), mxu.wgt.payload.as_value().eq(wfifo.r_data),
                      wfifo.r_en.eq(mxu.wgt.ready)]
 
@@ -639,13 +639,11 @@ class GEMMEngine(wiring.Component):
 
         def ci_advance_group():
             m.d.sync += [ci_started.eq(0), ci_bank.eq(~ci_bank), ci_i.eq(0), ci_g.eq(0), *next_group(ci)]
-            new_m = ci_row + stride["c"]  # only used when the m-block changes (after its last row)
             m.d.sync += [
                 ci_nbC.eq(Mux(ci["last_group"], 0, (ci["nb0"] + ci["gc"]) << lgC)),
                 ci_mrow.eq(Mux(ci["last_group"], ci_mrow + (stride["c"] * ci["mb"]), ci_mrow)),
                 ci_row.eq(Mux(ci["last_group"], ci_mrow + (stride["c"] * ci["mb"]), ci_mrow)),
             ]
-            del new_m
 
         with m.If(ci_begin):
             with m.If(load_c):
@@ -827,11 +825,10 @@ class GEMMEngine(wiring.Component):
         wlen = SyncFIFOBuffered(width=8, depth=8)
         m.submodules.wlen = wlen
         d_i = Signal(range(cfg.m_block + 1))
-        d_bank = Signal()
         d_row = Signal(A32 + D + 9)
         d_mrow = Signal(A32 + D + 9)
         with m.If(go):
-            m.d.sync += [d_i.eq(0), d_bank.eq(0), d_row.eq(base["d"]), d_mrow.eq(base["d"])]
+            m.d.sync += [d_i.eq(0), d_row.eq(base["d"]), d_mrow.eq(base["d"])]
         ds, de = wb_geom(wa_blk)
         d_first = ds >> _lg(BB)
         d_lastb = (de - 1) >> _lg(BB)
@@ -844,7 +841,7 @@ class GEMMEngine(wiring.Component):
             with m.If(d_i + 1 != wa_blk["mb"]):
                 m.d.sync += [d_i.eq(d_i + 1), d_row.eq(d_row + stride["d"])]
             with m.Else():
-                m.d.sync += [d_i.eq(0), d_bank.eq(~d_bank), *next_group(wa_blk)]
+                m.d.sync += [d_i.eq(0), *next_group(wa_blk)]
                 nxt = d_mrow + stride["d"] * wa_blk["mb"]
                 m.d.sync += [d_mrow.eq(Mux(wa_blk["last_group"], nxt, d_mrow)),
                              d_row.eq(Mux(wa_blk["last_group"], nxt, d_mrow))]
@@ -875,7 +872,6 @@ class GEMMEngine(wiring.Component):
         with m.If(go):
             m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0)]
         xs, xe = wb_geom(wd)
-        EB = Mux(out_bf16, C * 2, C * 4)                       # entry bytes
         PB = Mux(out_bf16, min(C * 2, BB), min(C * 4, BB))     # piece bytes
         PPE = Mux(out_bf16, max(1, C * 2 // BB), max(1, C * 4 // BB))  # pieces per entry
         x_state = Mux(x_bank, acc_state[1], acc_state[0])
@@ -891,8 +887,7 @@ class GEMMEngine(wiring.Component):
         x_row_ready = (x_state == ACC_DONE) | ((x_state == ACC_READY) & (x_w >= x_final))
         m.d.comb += x_go.eq(run & ~wd["fin"] & x_row_ready & (wdfifo.level <= WFD - 3))
         # the first piece of a row starts at byte xs: x_off holds it when x_i's row begins
-        cur_off = Signal(D + 12)
-        m.d.comb += cur_off.eq(x_off)
+        cur_off = x_off
         x_last_piece = cur_off + PB >= xe
         x_closes = x_last_piece | (((cur_off + PB) & (BB - 1)) == 0)
         x_vb = min_(PB, xe - cur_off)

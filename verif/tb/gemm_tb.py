@@ -28,15 +28,11 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from hw.engine import ENGINE_ID, REG, EngineConfig
-from hw.hbm.controller import ColCmd, RowCmd
 from verif.gemm_host import FILL, check_untouched, layout, peek_matrix, poke_matrix, register_writes
 from verif.hbm_device import HBMDevice
-from verif.jedec_checker import Cmd
+from verif.hbm_harness import _COL, _ROW
 
 CFG = json.loads(os.environ.get("GEMM_TB_CONFIG", "{}"))
-_ROW = {RowCmd.ACT.value: Cmd.ACT, RowCmd.PRE.value: Cmd.PRE, RowCmd.PREA.value: Cmd.PREA,
-        RowCmd.REF.value: Cmd.REF}
-_COL = {ColCmd.RD.value: Cmd.RD, ColCmd.WR.value: Cmd.WR}
 
 
 class Device:
@@ -145,9 +141,8 @@ async def gemm_jobs(dut):
         c0 = dev.cycle
         await wr(REG["CTRL"].offset, 0b11)  # START | IRQ_EN
         if not int(dut.irq.value):
-            fired = await First(RisingEdge(dut.irq), ClockCycles(dut.clk, timeout))
+            await First(RisingEdge(dut.irq), ClockCycles(dut.clk, timeout))
             assert int(dut.irq.value), f"job {j}: no irq within {timeout} cycles: the engine hangs ({job})"
-            del fired
         sim_cycles = dev.cycle - c0
         status = await rd("STATUS")
         cycles = await rd("CYCLES")
