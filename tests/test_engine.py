@@ -74,6 +74,36 @@ def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed):
     check(cfg, jobs, results)
 
 
+@pytest.mark.parametrize("n,ramp", [(1, True), (2, False)], ids=["n1-ramp", "n2-no-ramp"])
+def test_first_block_passes_and_ramp(n, ramp, seed):
+    """8 x 1 bf16 array, K = 40 (A rows of 3 beats): the first m-block is read in passes of 2 beats
+    then 1 beat of every row and computing starts after the first pass; with N = 1 (an A beat feeds 2
+    tile beats) the m-blocks ramp 16, 16, 24, 28, 16; with N = 2 they do not (16, 32, 32, 20). The
+    RTL's A reads are compared beat by beat with the rule (and so with verif.cycles.engine_blocking),
+    results bit-exact under random stalls."""
+    from verif.cycles import engine_blocking
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    cfg = EngineConfig(mxu=MXUConfig(rows=8, cols=1), hbm=HBM1, m_block=32, acc_entries=32, a_buffer_bytes=4096)
+    m, k = 100, 40
+    blocks = engine_blocking(m, k, n, cfg)["m_blocks"]
+    assert blocks == ([16, 16, 24, 28, 16] if ramp else [16, 32, 32, 20])
+    jobs = [random_job(rng, "bf16", m, k, n, load_c=True)]
+    res = run_engine_amaranth(cfg, jobs, seed=seed, stall_p=0.2)
+    check(cfg, jobs, res)
+    lay = res[0]["layout"]
+    rb, want, m0 = 3, [], 0
+    for j, mb in enumerate(blocks):
+        q = 2 if j == 0 else rb
+        for pb in range(0, rb, q):
+            for i in range(m0, m0 + mb):
+                want += [lay.a_base + i * lay.a_stride + 32 * b for b in range(pb, min(pb + q, rb))]
+        m0 += mb
+    got = res[0]["a_beats"]
+    first = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
+    assert got == want, f"A reads differ from beat {first} on ({len(got)} read, {len(want)} expected)"
+
+
 def test_engine_k_larger_than_one_bank_row_limit():
     """K at MAX_K (one A row fills a bank): m-blocks of one row."""
     cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=2), hbm=HBM1, m_block=4, acc_entries=8, a_buffer_bytes=64)

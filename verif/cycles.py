@@ -154,11 +154,16 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
     while g < nb and (g + 1) * mb_max <= config.acc_entries and g * mb_max < dep:
         g += 1
     minm = 2 * R + C - 1
+    ramp = nb * cpw < 4 * nsub
     blocks = []
     m0 = 0
+    cap0 = min(config.first_block_rows, mb_max)
     while m0 < m:
         rem = m - m0
-        cap0 = min(config.first_block_rows, mb_max) if m0 == 0 else mb_max
+        if len(blocks) == 1:
+            cap0 = cap0 if ramp else mb_max
+        elif len(blocks) > 1:
+            cap0 = min(cap0 + cap0 // 2, mb_max) if ramp else mb_max
         if rem <= cap0:
             mb = rem
         elif rem - cap0 >= minm:

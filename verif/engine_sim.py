@@ -83,7 +83,8 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
 
     Returns:
         One dict per job: ``status``, ``cycles`` (CYCLES register), ``d`` (result bits; uint32 or
-        uint16), ``mem`` (the :class:`AxiMemory`), ``layout``.
+        uint16), ``mem`` (the :class:`AxiMemory`), ``layout``, ``a_beats`` (the byte address of every
+        beat read on ``mem_a``, in AR order: shows the A loader's order and the m-blocking).
 
     Raises:
         AssertionError: a protocol error on a memory port, or a hang.
@@ -93,6 +94,7 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
     mem = AxiMemory(cfg.hbm.capacity_bytes)
     ob = cfg.operand_bytes
     results = []
+    a_beats: list[int] = []
 
     def stall():
         return rng is not None and rng.random() < stall_p
@@ -153,6 +155,8 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
                     addr, ln = ctx.get(p.araddr), ctx.get(p.arlen)
                     mem.check_burst(f"port {k} AR", addr, ln, ctx.get(p.arsize), ctx.get(p.arburst), cycle)
                     st["reads"].append((addr, ln + 1))
+                    if k == 0:
+                        a_beats.extend(addr + BEAT * i for i in range(ln + 1))
                 if ctx.get(p.rvalid) and ctx.get(p.rready):
                     addr, left = st["reads"][0]
                     if left == 1:
@@ -210,7 +214,8 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
             cyc = await axil_read(REG["CYCLES"].offset)
             await axil_write(REG["STATUS"].offset, 0b10)
             assert not ctx.get(eng.irq), "irq stays high after DONE was cleared"
-            res = {"status": status, "cycles": cyc, "layout": lay, "mem": mem}
+            res = {"status": status, "cycles": cyc, "layout": lay, "mem": mem, "a_beats": list(a_beats)}
+            a_beats.clear()
             if lay is not None:
                 # every byte written must be a result byte of this job
                 row_b = n * (2 if job.get("out_bf16") else 4)

@@ -11,9 +11,16 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   activation rows through the MXU. The partial sums of (kb, g) re-enter the top of the array for
   (kb + 1, g) ``G * Mb`` beats later, so the K reduction is one sequential fp32 chain per element,
   identical to ``verif.golden.matmul`` whatever R, C and the blocking (DESIGN.md, "Partial-sum chain").
-* **A loader** (AXI port ``mem_a``): reads the m-block's rows of A (``ceil(K*ob/32)`` beats each) into
-  one of two A banks (ping-pong: the next m-block loads while the current one computes). Each bank
+* **A loader** (AXI port ``mem_a``): reads the m-block's rows of A (``RB = ceil(K*ob/32)`` beats each)
+  into one of two A banks (ping-pong: the next m-block loads while the current one computes). Each bank
   holds ``a_buffer_bytes``; one A row must fit, so ``K <= a_buffer_bytes / ob`` (register MAX_K).
+  The first m-block is read in passes of ``2 * ceil(R*ob/32)`` beats of every row, and the feeder
+  starts a k-block as soon as the passes holding it are stored: the GEMM's first tile waits for
+  ``Mb * 2`` beats instead of ``Mb * RB``. Later m-blocks are read row by row (long bursts, few DRAM
+  rows open). When an A beat feeds fewer than 4 tile beats (``NB * CPW / NSUB < 4``, e.g. N <= C on
+  an 8 x 8 bf16 array) the m-blocks *ramp*: the second block has the first block's cap, each later
+  one 1.5 times the one before (up to ``Mb``), so every block's A load fits under the compute of the
+  block before it.
 * **Weight loader** (``mem_w``): reads each tile's R rows of B (row R-1 first, the order the MXU's
   weight chain wants), C columns each, into a FIFO feeding the MXU's double-buffered weights.
 * **C0 loader** (``mem_c`` read side) and **accumulator**: two banks of ``acc_entries`` entries of C
@@ -261,6 +268,7 @@ class GEMMEngine(wiring.Component):
         RB = Signal(D)                     # beats per A row
         WPR = Signal(D + 1)                # A words per row (per sub-memory)
         Mbmax = Signal(range(cfg.m_block + 1))
+        RAMP = Signal()                    # grow the m-blocks after the first (see blocks())
         G = Signal(range(ACCD + 1))
         ldb_R = Signal(A32 + 8)            # R * B_STRIDE
         ldb_R1 = Signal(A32 + 8)           # (R - 1) * B_STRIDE
@@ -321,8 +329,10 @@ class GEMMEngine(wiring.Component):
                 with m.If(code != 0):
                     m.d.sync += [err.eq(code), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
             with m.Case(S_CHK2):
-                # WPR = ceil(KB / CPW) words per A row per sub-memory
-                m.d.sync += [WPR.eq((KB + CPW - 1) >> lgCPW), state.eq(S_RANGE)]
+                # WPR = ceil(KB / CPW) words per A row per sub-memory; RAMP when an A beat feeds
+                # fewer than 4 tile beats (NB * CPW / NSUB < 4: the A load is as long as the compute)
+                m.d.sync += [WPR.eq((KB + CPW - 1) >> lgCPW), RAMP.eq((NB << lgCPW) < (4 << lgNSUB)),
+                             state.eq(S_RANGE)]
             with m.Case(S_RANGE):
                 # end = base + (rows - 1) * stride + row_bytes <= capacity, one matrix per cycle
                 rows = [Mr, Kr, Mr, Mr]
@@ -379,6 +389,7 @@ class GEMMEngine(wiring.Component):
         # ================= shared loop helpers ===========================================
 
         MINM = 2 * R + C - 1
+        QF = 2 * NSUB                      # beats per row per pass of the first m-block (both channels)
         Mfirst = Const(min(cfg.first_block_rows, cfg.m_block), range(cfg.m_block + 1))
 
         def blocks(p):
@@ -388,30 +399,44 @@ class GEMMEngine(wiring.Component):
                 "mb": Signal(range(cfg.m_block + 1), name=f"{p}_mb"),
                 "gc": Signal(range(ACCD + 1), name=f"{p}_gc"),
                 "fin": Signal(name=f"{p}_fin"),
+                "cap": Signal(range(cfg.m_block + 1), name=f"{p}_cap"),   # row cap of this block
+                "later": Signal(name=f"{p}_later"),                       # past the second block
             }
             rem_m = Mr - s["m0"]
             rem_n = NB - s["nb0"]
-            # block sizes (verif.cycles.engine_blocking is the same rule): the first block at most
-            # Mfirst rows (computing starts sooner), the others at most Mbmax; no block shorter than
-            # MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot run back to back)
-            cap0 = Mux(s["m0"] == 0, min_(Mfirst, Mbmax), Mbmax)
-            mb_v = Mux(rem_m <= cap0, rem_m,
-                       Mux(rem_m >= cap0 + MINM, cap0,
+            # block sizes (verif.cycles.engine_blocking is the same rule): at most ``cap`` rows, no
+            # block shorter than MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot
+            # run back to back). cap: Mfirst for the first block; then Mbmax, or with RAMP (little
+            # compute per A beat) Mfirst again and 1.5x per block, so each block's A load fits under
+            # the previous block's compute.
+            cap = s["cap"]
+            mb_v = Mux(rem_m <= cap, rem_m,
+                       Mux(rem_m >= cap + MINM, cap,
                            Mux(rem_m <= Mbmax, rem_m,
-                               Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap0)))))
+                               Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
             m.d.comb += [s["mb"].eq(mb_v),
                          s["gc"].eq(Mux(rem_n < G, rem_n, G))]
             s["last_group"] = s["nb0"] + s["gc"] >= NB
             s["last_mblock"] = s["m0"] + s["mb"] >= Mr
             with m.If(go):
-                m.d.sync += [s["m0"].eq(0), s["nb0"].eq(0), s["fin"].eq(0)]
+                m.d.sync += [s["m0"].eq(0), s["nb0"].eq(0), s["fin"].eq(0), s["cap"].eq(min_(Mfirst, Mbmax)),
+                             s["later"].eq(0)]
             return s
+
+        def next_mblock(s):
+            """Statements: advance m0 to the next m-block and set its row cap."""
+            grown = s["cap"] + (s["cap"] >> 1)
+            return [
+                s["m0"].eq(s["m0"] + s["mb"]), s["later"].eq(1),
+                s["cap"].eq(Mux(RAMP, Mux(s["later"], min_(grown, Mbmax), s["cap"]), Mbmax)),
+            ]
 
         def next_group(s):
             """Statements: advance to the next group (and m-block); ``fin`` after the last."""
+            with m.If(s["last_group"]):
+                m.d.sync += next_mblock(s)
             return [
                 s["nb0"].eq(Mux(s["last_group"], 0, s["nb0"] + s["gc"])),
-                s["m0"].eq(Mux(s["last_group"], s["m0"] + s["mb"], s["m0"])),
                 s["fin"].eq(s["last_group"] & s["last_mblock"]),
             ]
 
@@ -456,52 +481,72 @@ class GEMMEngine(wiring.Component):
             return sp
 
         # ================= A loader =====================================================
+        # The first m-block is read in *passes* of QF beats of every row (pass p: beats [p*QF,
+        # (p+1)*QF) of rows 0..mb-1), so its first k-blocks can run after ~mb*QF beats instead of
+        # the whole block (mb*RB beats); the other blocks are read row by row (one pass of RB beats),
+        # which keeps each pseudo-channel inside few open DRAM rows.
         ai = blocks("ai")
         sp_a = splitter("split_a", self.mem_a)
         ai_i = Signal(range(cfg.m_block + 1))
         ai_bank = Signal()
-        ai_addr = Signal(A32 + D)
+        ai_addr = Signal(A32 + D)              # address of row i of the block, pass start
+        ai_baddr = Signal(A32 + D)             # address of row 0 of the block
+        ai_pb = Signal(D)                      # first beat of the current pass
+        ai_q = Mux(ai["m0"] == 0, min_(QF, RB), RB)
+        ai_beats = min_(ai_q, RB - ai_pb)
         with m.If(go):
-            m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(base["a"])]
-        ai_can = run & ~ai["fin"] & ((ai_i != 0) | ~a_busy.bit_select(ai_bank, 1))
-        m.d.comb += [sp_a.cmd.valid.eq(ai_can), sp_a.cmd.payload.addr.eq(ai_addr), sp_a.cmd.payload.beats.eq(RB)]
+            m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(base["a"]), ai_baddr.eq(base["a"]),
+                         ai_pb.eq(0)]
+        ai_can = run & ~ai["fin"] & ((ai_i != 0) | (ai_pb != 0) | ~a_busy.bit_select(ai_bank, 1))
+        m.d.comb += [sp_a.cmd.valid.eq(ai_can), sp_a.cmd.payload.addr.eq(ai_addr + (ai_pb << _lg(BB))),
+                     sp_a.cmd.payload.beats.eq(ai_beats)]
         a_claim = Signal()
-        m.d.comb += a_claim.eq(sp_a.cmd.valid & sp_a.cmd.ready & (ai_i == 0))
+        m.d.comb += a_claim.eq(sp_a.cmd.valid & sp_a.cmd.ready & (ai_i == 0) & (ai_pb == 0))
         with m.If(sp_a.cmd.valid & sp_a.cmd.ready):
-            m.d.sync += ai_addr.eq(ai_addr + stride["a"])
-            with m.If(ai_i + 1 == ai["mb"]):
-                m.d.sync += [ai_i.eq(0), ai_bank.eq(~ai_bank), ai["m0"].eq(ai["m0"] + ai["mb"]),
-                             ai["fin"].eq(ai["last_mblock"])]
+            with m.If(ai_i + 1 != ai["mb"]):
+                m.d.sync += [ai_i.eq(ai_i + 1), ai_addr.eq(ai_addr + stride["a"])]
+            with m.Elif(ai_pb + ai_q < RB):
+                m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr)]
             with m.Else():
-                m.d.sync += ai_i.eq(ai_i + 1)
+                m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(ai_addr + stride["a"]),
+                             ai_baddr.eq(ai_addr + stride["a"]), *next_mblock(ai),
+                             ai["fin"].eq(ai["last_mblock"])]
 
-        # consumer: beats -> A bank
+        # consumer: beats -> A bank (same pass order)
         ac = blocks("ac")
         ac_i = Signal(range(cfg.m_block + 1))
-        ac_j = Signal(D)
+        ac_j = Signal(D)                       # beat within the pass
+        ac_pb = Signal(D)
         ac_bank = Signal()
         ac_row = Signal(range(ABUF_DEPTH + 1))      # i * WPR
         a_fill = Signal()
+        a_prog = Signal(D)                     # beats of every row of bank ac_bank already stored
+        ac_q = Mux(ac["m0"] == 0, min_(QF, RB), RB)
+        ac_beats = min_(ac_q, RB - ac_pb)
         with m.If(go):
-            m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_bank.eq(0), ac_row.eq(0)]
+            m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_pb.eq(0), ac_bank.eq(0), ac_row.eq(0), a_prog.eq(0)]
         m.d.comb += self.mem_a.rready.eq(1)
         a_beat = self.mem_a.rvalid
-        word = ac_row + (ac_j >> lgNSUB)
+        ac_bi = ac_pb + ac_j                   # beat index in the row
+        word = ac_row + (ac_bi >> lgNSUB)
         for s_, (wp, _rp) in enumerate(abuf):
-            sub_hit = (ac_j[:lgNSUB] == s_) if NSUB > 1 else Const(1)
+            sub_hit = (ac_bi[:lgNSUB] == s_) if NSUB > 1 else Const(1)
             m.d.comb += [wp.addr.eq(Cat(word[:_lg(ABUF_DEPTH)], ac_bank)), wp.data.eq(self.mem_a.rdata),
                          wp.en.eq(a_beat & sub_hit)]
-        m.d.comb += a_fill.eq(a_beat & (ac_j + 1 == RB) & (ac_i + 1 == ac["mb"]))
+        ac_row_end = ac_j + 1 == ac_beats
+        ac_pass_end = ac_row_end & (ac_i + 1 == ac["mb"])
+        m.d.comb += a_fill.eq(a_beat & ac_pass_end & (ac_pb + ac_q >= RB))
         with m.If(a_beat):
-            with m.If(ac_j + 1 == RB):
-                m.d.sync += ac_j.eq(0)
-                with m.If(ac_i + 1 == ac["mb"]):
-                    m.d.sync += [ac_i.eq(0), ac_row.eq(0), ac_bank.eq(~ac_bank),
-                                 ac["m0"].eq(ac["m0"] + ac["mb"])]
-                with m.Else():
-                    m.d.sync += [ac_i.eq(ac_i + 1), ac_row.eq(ac_row + WPR)]
-            with m.Else():
+            with m.If(~ac_row_end):
                 m.d.sync += ac_j.eq(ac_j + 1)
+            with m.Elif(~ac_pass_end):
+                m.d.sync += [ac_j.eq(0), ac_i.eq(ac_i + 1), ac_row.eq(ac_row + WPR)]
+            with m.Elif(ac_pb + ac_q < RB):
+                m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(ac_pb + ac_q),
+                             a_prog.eq(ac_pb + ac_q)]
+            with m.Else():
+                m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(0), a_prog.eq(0),
+                             ac_bank.eq(~ac_bank), *next_mblock(ac)]
 
         # ================= weight loader ================================================
         def wrow_geometry(nbC):
@@ -721,7 +766,11 @@ class GEMMEngine(wiring.Component):
         f_state = Mux(f_cbank, acc_state[1], acc_state[0])
         f_w = Mux(f_cbank, wcount[1], wcount[0])
         f_ok = Signal()
-        m.d.comb += f_ok.eq(run & ~fd["fin"] & a_full.bit_select(f_abank, 1) & (f_state == ACC_READY)
+        # A ready: the bank is full, or (first block, read in passes) every row's beats up to the
+        # ones holding k-block f_kb have been stored
+        f_need = ((f_kb >> lgCPW) << lgNSUB) + NSUB
+        f_a_ok = a_full.bit_select(f_abank, 1) | ((ac_bank == f_abank) & (a_prog >= f_need))
+        m.d.comb += f_ok.eq(run & ~fd["fin"] & f_a_ok & (f_state == ACC_READY)
                             & ((f_kb == 0) | (f_w > f_q1)))
         s1_valid = Signal()
         s1_swap = Signal()
