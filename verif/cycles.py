@@ -151,7 +151,8 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
     mb_max = min(config.m_block, m, depth // wpr)
     dep = config.mxu.latency_cycles + 16
     g = 0
-    while g < nb and (g + 1) * mb_max <= config.acc_entries and g * mb_max < dep:
+    msmall = min(config.first_block_rows, mb_max)
+    while g < nb and (g + 1) * mb_max <= config.acc_entries and g * msmall < dep:
         g += 1
     minm = 2 * R + C - 1
     ramp = nb * cpw < 4 * nsub

@@ -5,9 +5,10 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
 
 * **Blocking.** M is cut into *m-blocks* of up to ``Mb`` rows, N into *n-blocks* of C columns,
   K into *k-blocks* of R rows. ``Mb = min(m_block, floor(a_words / WPR), M)`` (``WPR`` = buffer
-  words per A row) and the n-blocks of an m-block are taken ``G = min(NB, floor(acc_entries / Mb))``
-  at a time (a *group*). For each m-block, for each group, for each k-block kb, for each n-block g of
-  the group, one weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb``
+  words per A row) and the n-blocks of an m-block are taken ``G`` at a time (a *group*): the fewest
+  with ``G * min(Mfirst, Mb) >= D + 16`` (D = the array latency; Mfirst = the first block's rows),
+  at most NB and ``floor(acc_entries / Mb)``. For each m-block, for each group, for each k-block
+  kb, for each n-block g of the group, one weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb``
   activation rows through the MXU. The partial sums of (kb, g) re-enter the top of the array for
   (kb + 1, g) ``G * Mb`` beats later, so the K reduction is one sequential fp32 chain per element,
   identical to ``verif.golden.matmul`` whatever R, C and the blocking (DESIGN.md, "Partial-sum chain").
@@ -76,6 +77,9 @@ DIM_BITS = 20  #: M, K, N are 1 .. 2**20 - 1
 #: accesses inside its open DRAM row.
 ENGINE_ADDRESS_MAPPING = ("row", "bank", "bank_group", "column", "channel")
 BEAT_BYTES = 32
+#: A chunks (NSUB beats each) per row per pass when the first m-block is read (2: one beat in each
+#: of two pseudo-channels for chunks of at most one beat)
+FIRST_PASS_CHUNKS = 2
 
 #: STATUS.ERROR codes (checked in this order; the first failing check is reported).
 ERRORS = {
@@ -282,6 +286,8 @@ class GEMMEngine(wiring.Component):
         rng_i = Signal(2)
         loop_n = Signal(range(max(cfg.m_block, ACCD) + 2))
         loop_p = Signal(D + 2)
+        loop_s = Signal(D + 2)
+        Mfirst = Const(min(cfg.first_block_rows, cfg.m_block), range(cfg.m_block + 1))
         QB = ABUF_DEPTH.bit_length()           # quotient bits of ABUF_DEPTH / WPR
         div_q = Signal(QB)
         div_r = Signal(QB + 1)
@@ -367,15 +373,18 @@ class GEMMEngine(wiring.Component):
                 with m.If(div_b == 0):
                     q_fin = Mux(trial <= div_r, div_q | 1, div_q)
                     m.d.sync += [Mbmax.eq(min_(min_(q_fin, Mr), cfg.m_block)), loop_n.eq(0), loop_p.eq(0),
+                                 loop_s.eq(0),
                                  state.eq(S_G)]
                 with m.Else():
                     m.d.sync += div_b.eq(div_b - 1)
             with m.Case(S_G):
-                # G: the fewest n-blocks whose G * Mbmax beats cover the array latency plus a margin
-                # (so the K-chain never waits), at most NB and floor(ACCD / Mbmax). Few n-blocks per
-                # group keep the exposed write-back of the last group short.
-                with m.If((loop_n < NB) & (loop_p + Mbmax <= ACCD) & (loop_p < DEP_BEATS)):
-                    m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + Mbmax)]
+                # G: the fewest n-blocks whose G * min(Mfirst, Mbmax) beats (the first block, the
+                # shortest but for a tail block) cover the array latency plus a margin (so the K-chain
+                # never waits), at most NB and floor(ACCD / Mbmax). Few n-blocks per group keep the
+                # exposed write-back of the last group short.
+                with m.If((loop_n < NB) & (loop_p + Mbmax <= ACCD) & (loop_s < DEP_BEATS)):
+                    m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + Mbmax),
+                                 loop_s.eq(loop_s + min_(Mfirst, Mbmax))]
                 with m.Else():
                     m.d.sync += [G.eq(loop_n), state.eq(S_GO), go.eq(1)]
             with m.Case(S_GO):      # processes reset their loops in this cycle
@@ -389,8 +398,7 @@ class GEMMEngine(wiring.Component):
         # ================= shared loop helpers ===========================================
 
         MINM = 2 * R + C - 1
-        QF = 2 * NSUB                      # beats per row per pass of the first m-block (both channels)
-        Mfirst = Const(min(cfg.first_block_rows, cfg.m_block), range(cfg.m_block + 1))
+        QF = FIRST_PASS_CHUNKS * NSUB      # beats per row per pass of the first m-block (both channels)
 
         def blocks(p):
             """m-block / group position of one process: m0, nb0 and the derived sizes."""
