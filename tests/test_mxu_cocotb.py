@@ -56,8 +56,16 @@ def _id(cfg):
     return f"{cfg.rows}x{cfg.cols}-{cfg.fmt}-{cfg.subnormals}-s{cfg.stages}"
 
 
+# Icarus simulates a 16x16 bf16 array (256 PEs) at a few dozen cycles per second: arrays above 64 PEs
+# run on Icarus under --soak only (Verilator runs every shape in the default suite).
+ICARUS_MAX_PES = 64
+TILE_CASES = [pytest.param(cfg, sim, id=f"{sim}-{_id(cfg)}",
+                           marks=[pytest.mark.soak] if sim == "icarus" and cfg.rows * cfg.cols > ICARUS_MAX_PES else [])
+              for cfg in SHAPES for sim in ("verilator", "icarus")]
+
+
 @pytest.mark.cocotb
-@pytest.mark.parametrize("cfg", SHAPES, ids=_id)
+@pytest.mark.parametrize("cfg,simulator", TILE_CASES, indirect=["simulator"])
 def test_mxu_tiles(cfg, simulator, seed, soak):
     """Several tiles back to back (short and long tiles, so swaps both wait and overlap)."""
     r = np.random.default_rng(seed)
@@ -69,9 +77,12 @@ def test_mxu_tiles(cfg, simulator, seed, soak):
 
 
 @pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", [pytest.param("verilator"), pytest.param("icarus", marks=pytest.mark.soak)],
+                         indirect=True)
 def test_same_gemm_on_three_shapes(simulator, seed, tmp_path):
     """24 x 40 x 24 on 8x8, 5x3 and 16x16 arrays: each bit-exact with the golden GEMM, and the
-    three results identical bit for bit (the chain over k does not depend on the tiling)."""
+    three results identical bit for bit (the chain over k does not depend on the tiling). Icarus
+    (16x16: 256 PEs) under --soak only."""
     results = []
     for cfg in (MXUConfig(8, 8), MXUConfig(5, 3, stages=1), MXUConfig(16, 16)):
         report = tmp_path / f"{cfg.rows}x{cfg.cols}.npz"
