@@ -116,8 +116,9 @@ class EngineConfig:
             :data:`ENGINE_ADDRESS_MAPPING`).
         m_block: most activation rows per m-block, 1..65536 (default 128).
         m_first: most rows of the first m-block, 1..65536, at most m_block in effect (default None:
-            2R + C - 1, the shortest tile that runs back to back): computing starts once the first
-            block of A has arrived, so a short first block hides the A load sooner.
+            max(2R + C - 1, D + 2), the shortest block whose partial sums are back in the
+            accumulator before its next k-block needs them): computing starts as soon as the first
+            block's first pass of A has arrived, so a short first block hides the A load sooner.
         a_buffer_bytes: bytes per A bank (two banks), a power of two >= 32 * ceil(R*ob / 32); the
             largest K is ``a_buffer_bytes / ob`` (default 32 KiB: K <= 16384 for bf16).
         acc_entries: accumulator entries per bank (two banks), each C x 32 bits; a power of two
@@ -161,7 +162,12 @@ class EngineConfig:
 
     @property
     def first_block_rows(self) -> int:
-        return self.m_first if self.m_first is not None else 2 * self.mxu.rows + self.mxu.cols - 1
+        """Rows of the first m-block (before the A-bank limit): ``m_first``, by default
+        ``max(2R + C - 1, D + 2)`` (D = the array latency; D + 2 is the feeder -> array ->
+        accumulator loop, so a first block this long never waits for its own partial sums)."""
+        if self.m_first is not None:
+            return self.m_first
+        return max(2 * self.mxu.rows + self.mxu.cols - 1, self.mxu.latency_cycles + 2)
 
     @property
     def max_k(self) -> int:
