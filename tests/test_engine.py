@@ -197,4 +197,6 @@ def test_cycle_model_blocking_matches_the_rtl_rule():
             assert min(b["m_blocks"]) >= minm, (m, b["m_blocks"])
         assert b["g"] * b["mb_max"] >= min(cfg.mxu.latency_cycles + 16, 8 * b["mb_max"])
     assert engine_blocking(64, 64, 64, cfg)["m_blocks"] == [25, 39]       # first: D + 2 = 25 rows
+    # groups: 2 n-blocks for the 25-row block (25 < D + 16 = 39 beats), 1 for the 39-row one
+    assert engine_blocking(64, 64, 64, cfg)["block_g"] == [2, 1]
     assert engine_blocking(1, 256, 256, cfg)["g"] == 32

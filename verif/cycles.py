@@ -134,8 +134,9 @@ def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> float:
 
 def engine_blocking(m: int, k: int, n: int, config) -> dict:
     """The GEMM engine's blocking of an M x K x N GEMM, computed exactly as the RTL does
-    (:mod:`hw.engine.engine`): ``mb_max`` (rows per m-block), ``g`` (n-blocks per group),
-    ``m_blocks`` (the row count of each m-block) and ``tile_rows`` (activation beats of every tile in
+    (:mod:`hw.engine.engine`): ``mb_max`` (rows per m-block), ``g`` (most n-blocks per group),
+    ``m_blocks`` (the row count of each m-block), ``block_g`` (n-blocks per group of each m-block)
+    and ``tile_rows`` (activation beats of every tile in
     the order the MXU runs them).
 
     Args:
@@ -178,13 +179,17 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
         blocks.append(mb)
         m0 += mb
     tiles = []
+    group_sizes = []
     for mb in blocks:
+        # per block: the fewest n-blocks covering the K-chain distance, at most g (the RTL's rule)
+        gb = g if 8 * mb < dep else min(g, next(j for j in range(1, 9) if j * mb >= dep))
+        group_sizes.append(gb)
         nb0 = 0
         while nb0 < nb:
-            gc = min(g, nb - nb0)
+            gc = min(gb, nb - nb0)
             tiles += [mb] * (kb * gc)
             nb0 += gc
-    return {"mb_max": mb_max, "g": g, "m_blocks": blocks, "tile_rows": tiles}
+    return {"mb_max": mb_max, "g": g, "m_blocks": blocks, "block_g": group_sizes, "tile_rows": tiles}
 
 
 def engine_array_cycles(m: int, k: int, n: int, config) -> int:

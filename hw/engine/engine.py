@@ -7,7 +7,8 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   K into *k-blocks* of R rows. ``Mb = min(m_block, floor(a_words / WPR), M)`` (``WPR`` = buffer
   words per A row) and the n-blocks of an m-block are taken ``G`` at a time (a *group*): the fewest
   with ``G * min(Mfirst, Mb) >= D + 16`` (D = the array latency; Mfirst = the first block's rows),
-  at most NB and ``floor(acc_entries / Mb)``. For each m-block, for each group, for each k-block
+  at most NB and ``floor(acc_entries / Mb)``; a block of ``mb`` rows takes the fewest n-blocks
+  with ``g * mb >= D + 16``, at most G (longer blocks: smaller groups, shorter last write-back). For each m-block, for each group, for each k-block
   kb, for each n-block g of the group, one weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb``
   activation rows through the MXU. The partial sums of (kb, g) re-enter the top of the array for
   (kb + 1, g) ``G * Mb`` beats later, so the K reduction is one sequential fp32 chain per element,
@@ -428,8 +429,15 @@ class GEMMEngine(wiring.Component):
                        Mux(rem_m >= cap + MINM, cap,
                            Mux(rem_m <= Mbmax, rem_m,
                                Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
+            # n-blocks of this block's groups: the fewest whose rows cover DEP_BEATS (a long block
+            # needs fewer than G, so its last group's write-back is shorter), at most G
+            mb_s = s["mb"]
+            need = Const(1, range(ACCD + 1))
+            for j in range(1, 8):
+                need = need + (mb_s * j < DEP_BEATS)
+            gb = Mux(mb_s * 8 < DEP_BEATS, G, min_(need, G))
             m.d.comb += [s["mb"].eq(mb_v),
-                         s["gc"].eq(Mux(rem_n < G, rem_n, G))]
+                         s["gc"].eq(Mux(rem_n < gb, rem_n, gb))]
             s["last_group"] = s["nb0"] + s["gc"] >= NB
             s["last_mblock"] = s["m0"] + s["mb"] >= Mr
             with m.If(go):
