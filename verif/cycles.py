@@ -165,7 +165,7 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
         if len(blocks) == 1:
             cap0 = cap0 if ramp else mb_max
         elif len(blocks) > 1:
-            cap0 = min(cap0 + max(1, cap0 // 8), mb_max) if ramp else mb_max
+            cap0 = min(cap0 + max(1, cap0 // 2), mb_max) if ramp else mb_max
         if rem <= cap0:
             mb = rem
         elif rem - cap0 >= minm:

@@ -21,8 +21,8 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   ``Mb * 2`` beats instead of ``Mb * RB``. Later m-blocks are read row by row (long bursts, few DRAM
   rows open). When an A beat feeds fewer than 4 tile beats (``NB * CPW / NSUB < 4``, e.g. N <= C on
   an 8 x 8 bf16 array) the m-blocks *ramp*: the second block has the first block's cap, each later
-  one ``max(1, cap / 8)`` rows more (1.125 times, up to ``Mb``), so every block's A load, with the B
-  rows read meanwhile, fits under the compute of the block before it in the memory's bandwidth.
+  one ``max(1, cap / 2)`` rows more (1.5 times, up to ``Mb``), so every block's A load fits under
+  the compute of the block before it.
 * **Weight loader** (``mem_w``): reads each tile's R rows of B (row R-1 first, the order the MXU's
   weight chain wants), C columns each, into a FIFO feeding the MXU's double-buffered weights.
 * **C0 loader** (``mem_c`` read side) and **accumulator**: two banks of ``acc_entries`` entries of C
@@ -422,8 +422,9 @@ class GEMMEngine(wiring.Component):
             # block sizes (verif.cycles.engine_blocking is the same rule): at most ``cap`` rows, no
             # block shorter than MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot
             # run back to back). cap: Mfirst for the first block; then Mbmax, or with RAMP (little
-            # compute per A beat) Mfirst again and 1.125x per block (+ max(1, cap / 8) rows), so each
-            # block's A load, with the B rows read meanwhile, fits under the previous block's compute.
+            # compute per A beat) Mfirst again and 1.5x per block (+ max(1, cap / 2) rows), so each
+            # block's A load fits under the previous block's compute (1.125x measured slower: more
+            # blocks read B more often).
             cap = s["cap"]
             mb_v = Mux(rem_m <= cap, rem_m,
                        Mux(rem_m >= cap + MINM, cap,
@@ -447,7 +448,7 @@ class GEMMEngine(wiring.Component):
 
         def next_mblock(s):
             """Statements: advance m0 to the next m-block and set its row cap."""
-            grown = s["cap"] + Mux((s["cap"] >> 3) == 0, 1, s["cap"] >> 3)
+            grown = s["cap"] + Mux((s["cap"] >> 1) == 0, 1, s["cap"] >> 1)
             return [
                 s["m0"].eq(s["m0"] + s["mb"]), s["later"].eq(1),
                 s["cap"].eq(Mux(RAMP, Mux(s["later"], min_(grown, Mbmax), s["cap"]), Mbmax)),
