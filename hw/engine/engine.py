@@ -8,9 +8,10 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   words per A row) and the n-blocks of an m-block are taken ``G`` at a time (a *group*): the fewest
   with ``G * min(Mfirst, Mb) >= D + 16`` (D = the array latency; Mfirst = the first block's rows),
   at most NB and ``floor(acc_entries / Mb)``; a block of ``mb`` rows takes the fewest n-blocks
-  with ``g * mb >= D + 16``, at most G (longer blocks: smaller groups, shorter last write-back). For each m-block, for each group, for each k-block
-  kb, for each n-block g of the group, one weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb``
-  activation rows through the MXU. The partial sums of (kb, g) re-enter the top of the array for
+  with ``g * mb >= D + 16``, at most G (longer blocks: smaller groups, shorter last write-back).
+  For each m-block, for each group, for each k-block kb, for each n-block g of the group, one
+  weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb`` activation rows
+  through the MXU. The partial sums of (kb, g) re-enter the top of the array for
   (kb + 1, g) ``G * Mb`` beats later, so the K reduction is one sequential fp32 chain per element,
   identical to ``verif.golden.matmul`` whatever R, C and the blocking (DESIGN.md, "Partial-sum chain").
 * **A loader** (AXI port ``mem_a``): reads the m-block's rows of A (``RB = ceil(K*ob/32)`` beats each)
