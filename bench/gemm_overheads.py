@@ -5,9 +5,11 @@
   end of a GEMM.
 * ``ideal``: the engine alone in the Amaranth simulator against a zero-latency AXI memory
   (``verif.engine_sim``): what the engine's own start and end cost without the HBM (slow: ~4 min).
+* ``ideal_skinny``: the same for 256x256x8 (the shape slower than SCALE-Sim with the HBM; ~10 min).
 
 Writes ``bench/results/gemm_overheads.json`` (merged per mode) and prints the numbers.
-Usage: ``.venv/bin/python bench/gemm_overheads.py [steady] [ideal]``.
+Usage: ``.venv/bin/python bench/gemm_overheads.py [steady] [ideal] [ideal_skinny]`` (default: the
+first two).
 """
 
 from __future__ import annotations
@@ -52,21 +54,30 @@ def steady() -> dict:
     return {"runs": rows, "marginal": marginal}
 
 
-def ideal() -> dict:
+def _ideal(m, k, n) -> dict:
     from hw.engine import EngineConfig
     from verif.engine_sim import run_engine_amaranth
     rng = np.random.default_rng(1)
-    a, b = _data(rng, 64, 64, 64)
+    a, b = _data(rng, m, k, n)
     r = run_engine_amaranth(EngineConfig(), [{"a": a, "b": b}])[0]
-    return {"m": 64, "k": 64, "n": 64, "cycles": r["cycles"],
+    return {"m": m, "k": k, "n": n, "cycles": r["cycles"],
             "bitexact": bool(np.array_equal(matmul(a, b).view(np.uint32), r["d"]))}
+
+
+def ideal() -> dict:
+    return _ideal(64, 64, 64)
+
+
+def ideal_skinny() -> dict:
+    return _ideal(256, 256, 8)
 
 
 def main(argv: list[str]) -> int:
     modes = argv or ["steady", "ideal"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    results = {mode: {"commit": commit, **{"steady": steady, "ideal": ideal}[mode]()} for mode in modes}
+    runs = {"steady": steady, "ideal": ideal, "ideal_skinny": ideal_skinny}
+    results = {mode: {"commit": commit, **runs[mode]()} for mode in modes}
     data = json.loads(OUT.read_text()) if OUT.is_file() else {}  # read late: another mode may have run
     data.update(results)
     for mode, value in results.items():
