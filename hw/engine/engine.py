@@ -416,7 +416,6 @@ class GEMMEngine(wiring.Component):
                 "gc": Signal(range(ACCD + 1), name=f"{p}_gc"),
                 "fin": Signal(name=f"{p}_fin"),
                 "cap": Signal(range(cfg.m_block + 1), name=f"{p}_cap"),   # row cap of this block
-                "later": Signal(name=f"{p}_later"),                       # past the second block
             }
             rem_m = Mr - s["m0"]
             rem_n = NB - s["nb0"]
@@ -443,17 +442,23 @@ class GEMMEngine(wiring.Component):
             s["last_group"] = s["nb0"] + s["gc"] >= NB
             s["last_mblock"] = s["m0"] + s["mb"] >= Mr
             with m.If(go):
-                m.d.sync += [s["m0"].eq(0), s["nb0"].eq(0), s["fin"].eq(0), s["cap"].eq(min_(Mfirst, Mbmax)),
-                             s["later"].eq(0)]
+                m.d.sync += [s["m0"].eq(0), s["nb0"].eq(0), s["fin"].eq(0), s["cap"].eq(min_(Mfirst, Mbmax))]
             return s
 
         def next_mblock(s):
-            """Statements: advance m0 to the next m-block and set its row cap."""
+            """Statements: advance m0 to the next m-block and set its row cap (with RAMP the
+            second block keeps the first block's cap: ``m0 == 0`` while the first one ends)."""
             grown = s["cap"] + Mux((s["cap"] >> 1) == 0, 1, s["cap"] >> 1)
             return [
-                s["m0"].eq(s["m0"] + s["mb"]), s["later"].eq(1),
-                s["cap"].eq(Mux(RAMP, Mux(s["later"], min_(grown, Mbmax), s["cap"]), Mbmax)),
+                s["m0"].eq(s["m0"] + s["mb"]),
+                s["cap"].eq(Mux(RAMP, Mux(s["m0"] != 0, min_(grown, Mbmax), s["cap"]), Mbmax)),
             ]
+
+        def pass_beats(s, pb):
+            """(beats per row of a pass, beats of this row in the pass at beat pb): passes of QF
+            beats in the first m-block, one pass of RB beats in the others."""
+            q = Mux(s["m0"] == 0, min_(QF, RB), RB)
+            return q, min_(q, RB - pb)
 
         def next_group(s):
             """Statements: advance to the next group (and m-block); ``fin`` after the last."""
@@ -516,8 +521,7 @@ class GEMMEngine(wiring.Component):
         ai_addr = Signal(A32 + D)              # address of row i of the block, pass start
         ai_baddr = Signal(A32 + D)             # address of row 0 of the block
         ai_pb = Signal(D)                      # first beat of the current pass
-        ai_q = Mux(ai["m0"] == 0, min_(QF, RB), RB)
-        ai_beats = min_(ai_q, RB - ai_pb)
+        ai_q, ai_beats = pass_beats(ai, ai_pb)
         with m.If(go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(base["a"]), ai_baddr.eq(base["a"]),
                          ai_pb.eq(0)]
@@ -545,8 +549,7 @@ class GEMMEngine(wiring.Component):
         ac_row = Signal(range(ABUF_DEPTH + 1))      # i * WPR
         a_fill = Signal()
         a_prog = Signal(D)                     # beats of every row of bank ac_bank already stored
-        ac_q = Mux(ac["m0"] == 0, min_(QF, RB), RB)
-        ac_beats = min_(ac_q, RB - ac_pb)
+        ac_q, ac_beats = pass_beats(ac, ac_pb)
         with m.If(go):
             m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_pb.eq(0), ac_bank.eq(0), ac_row.eq(0), a_prog.eq(0)]
         m.d.comb += self.mem_a.rready.eq(1)
