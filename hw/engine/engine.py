@@ -423,8 +423,8 @@ class GEMMEngine(wiring.Component):
             # block shorter than MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot
             # run back to back). cap: Mfirst for the first block; then Mbmax, or with RAMP (little
             # compute per A beat) Mfirst again and 1.5x per block (+ max(1, cap / 2) rows), so each
-            # block's A load fits under the previous block's compute (1.125x was not better on 8x8
-            # 256x256x8: 9,224 vs 9,207 cycles, within the HBM refresh-phase noise of ~150).
+            # block's A load fits under the previous block's compute (a 1.125x variant, not kept,
+            # was not better on 8x8 256x256x8: 9,224 vs 9,207 cycles, within refresh-phase noise).
             cap = s["cap"]
             mb_v = Mux(rem_m <= cap, rem_m,
                        Mux(rem_m >= cap + MINM, cap,
