@@ -104,3 +104,16 @@ def gemm_top_verilog(config, name: str = "gemm") -> str:
     top_text = verilog.convert(GEMMTop(config, pe_blackbox=True, row_name=f"{name}_row"), name=name,
                                emit_src=False)
     return "\n".join((pe_text, row_text, top_text))
+
+
+def board_top_verilog(config, name: str = "board") -> str:
+    """Verilog text of :class:`hw.board.BoardTop` (engine + HBM controller + BRAM emulators + UART
+    bridge) with the MXU's PE and row as separate modules, as :func:`gemm_top_verilog` does."""
+    from amaranth.back import verilog
+
+    from .board import BoardTop
+
+    pe_text, row_text = _pe_and_row_verilog(config.engine.mxu, name)
+    top_text = verilog.convert(BoardTop(config, pe_blackbox=True, row_name=f"{name}_row"), name=name,
+                               emit_src=False)
+    return "\n".join((pe_text, row_text, top_text))

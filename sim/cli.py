@@ -96,6 +96,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_matmul_parser(sub)
     _add_synth_parser(sub)
     _add_demo_parser(sub)
+    from sim.board_cli import add_board_parser
+    add_board_parser(sub)
     return p
 
 
@@ -1023,13 +1025,18 @@ def _print_summary(s, ok, result) -> None:
     print("\n".join(lines))
 
 
+def _board(args) -> int:
+    from sim.board_cli import cmd_board
+    return cmd_board(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mxu`` console script; returns the exit status."""
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
         return {"generate": _cmd_generate, "matmul": _cmd_matmul, "demo": _cmd_demo,
-                "synth": _cmd_synth}[args.command](args)
+                "synth": _cmd_synth, "board": _board}[args.command](args)
     except UsageError as e:
         print(f"mxu: error: {e}", file=sys.stderr)
         return 2
@@ -1047,4 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m sim.cli`: run the copy imported as sim.cli, so that the exception classes the
+    # subcommand modules import from sim.cli (UsageError) are the ones main() catches.
+    from sim.cli import main as _main
+    sys.exit(_main())

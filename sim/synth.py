@@ -407,9 +407,10 @@ def fit_problems(cells: dict[str, int], target: Target) -> list[str]:
 
 def place_and_route(work: Path, netlist: str, target: Target, constraints: str, freq_mhz: float, seed: int,
                     log: str = "nextpnr.log", report: str = "nextpnr_report.json",
-                    timeout_s: float | None = None) -> dict:
+                    timeout_s: float | None = None, extra_args: tuple[str, ...] = ()) -> dict:
     """Run nextpnr for ``target`` in ``work``. Returns the parsed ``--report`` JSON plus
-    ``seconds``. A timing miss is not an error (``--timing-allow-fail``).
+    ``seconds``. A timing miss is not an error (``--timing-allow-fail``). ``extra_args`` go to
+    nextpnr as they are (e.g. ``("--textcfg", "board.config")`` for a bitstream).
 
     Raises:
         DoesNotFit: nextpnr could not place the design for lack of resources.
@@ -417,7 +418,7 @@ def place_and_route(work: Path, netlist: str, target: Target, constraints: str, 
     """
     cons = ["--pcf", constraints] if target.family == "ice40" else ["--lpf", constraints]
     cmd = [_tool(target.nextpnr), *target.nextpnr_args, *cons, "--json", netlist, "--freq", f"{freq_mhz:g}",
-           "--seed", str(seed), "--timing-allow-fail", "--report", report, "-l", log, "-q"]
+           "--seed", str(seed), "--timing-allow-fail", "--report", report, "-l", log, "-q", *extra_args]
     t0 = time.perf_counter()
     proc = _run(cmd, work, log + ".out", timeout_s)
     seconds = time.perf_counter() - t0

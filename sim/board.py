@@ -1,0 +1,163 @@
+"""The ECP5 board top (``hw.board.BoardTop``): simulate it behind a serial line, or build its bitstream.
+
+* :func:`simulate_board` runs the board top in Verilator or Icarus (``verif/tb/board_tb.py``) with a
+  host talking to it through a pseudo-terminal, as it would talk to ``/dev/ttyUSB0``: the real
+  ``mxu board matmul --port`` command, or a Python function (protocol tests).
+* :func:`build_bitstream` synthesizes the board top with Yosys, places and routes it with nextpnr-ecp5
+  on a ULX3S (``constraints/ulx3s_board.lpf``: 25 MHz clock, the FTDI UART, FIRE 1 as reset, 8 LEDs)
+  and packs the bitstream with ``yowasp-ecppack``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+__all__ = ["SIM_BAUD_DIVISOR", "sim_config", "board_verilog", "simulate_board", "BOARD_TARGETS", "build_bitstream"]
+
+#: clock cycles per UART bit in simulation (a real board runs 217 at 115,200 baud and 25 MHz: the
+#: protocol and the RTL are the same, the simulation is 27 times shorter)
+SIM_BAUD_DIVISOR = 8
+
+
+def sim_config(config=None):
+    """``config`` (default :class:`hw.board.BoardConfig`) with the baud set to clk_hz / 8 for simulation."""
+    from hw.board import BoardConfig
+    config = config or BoardConfig()
+    return replace(config, baud=config.clk_hz // SIM_BAUD_DIVISOR)
+
+
+def board_verilog(config) -> Path:
+    """Generate (or reuse from the cache) the board top's Verilog, module ``board``; returns its path."""
+    from hw.generate import board_top_verilog
+    from sim.runner import generate_verilog
+    return generate_verilog(lambda: board_top_verilog(config, "board"), name="board", key=("board_top", config))
+
+
+def simulate_board(host: dict, config=None, *, sim: str = "verilator", timeout_s: float = 600,
+                   poll_cycles: int = 200, waves: str | Path | None = None) -> dict:
+    """Simulate the board top with ``host`` talking to it over a pseudo-terminal.
+
+    Args:
+        host: ``{"argv": [...]}`` (a command; ``{port}`` in an argument is replaced by the pty's path,
+            optional ``"env"``) or ``{"call": "module:function", "args": {...}}`` (called as
+            ``function(port, **args)`` in a thread of the simulator's Python).
+        config: a :class:`hw.board.BoardConfig` (default :func:`sim_config`).
+        sim: "verilator" or "icarus".
+        timeout_s: wall-clock limit for the host, in s.
+        poll_cycles: clock cycles between two copies of bytes between the pty and the UART models.
+        waves: write a waveform there (.fst or .vcd).
+
+    Returns:
+        The bench's record: ``returncode``/``stdout``/``stderr`` (command) or ``value``/``error``
+        (function), ``bytes_to_board``, ``bytes_to_host``, ``sim_cycles``, ``wall_s``, ``led``, plus
+        ``build_s`` and ``cached_build``.
+
+    Raises:
+        RuntimeError: the bench failed (the host timed out, the simulator failed); the message holds
+            the end of its log.
+    """
+    from sim.runner import build_root, run_cocotb
+    config = config or sim_config()
+    verilog = board_verilog(config)
+    work = build_root() / "runs"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        result_path = Path(tmp) / "result.json"
+        conf = {"clk_ns": 1e9 / config.clk_hz, "baud": config.baud, "host": host, "result": str(result_path),
+                "timeout_s": timeout_s, "poll_cycles": poll_cycles}
+        res = run_cocotb([verilog], "board", "verif.tb.board_tb", simulator=sim,
+                         waves_path=Path(waves).resolve() if waves else None,
+                         env={"BOARD_TB_CONFIG": json.dumps(conf)})
+        if res.failed or not result_path.is_file():
+            raise RuntimeError(f"board testbench failed on {sim}:\n{res.log_tail()}")
+        out = json.loads(result_path.read_text())
+    out.update(build_s=res.build_s, cached_build=res.cached_build)
+    return out
+
+
+#: Boards the board top is built for: the ULX3S (FTDI UART on the board) with a 25F or an 85F.
+BOARD_TARGETS = {
+    "ulx3s-25f": {"device": "LFE5U-25F", "part": "LFE5U-25F-6BG381C", "nextpnr": ("--25k", "--package", "CABGA381",
+                                                                                   "--speed", "6"),
+                  "synth_target": "ecp5-25k"},
+    "ulx3s-85f": {"device": "LFE5U-85F", "part": "LFE5U-85F-6BG381C", "nextpnr": ("--85k", "--package", "CABGA381",
+                                                                                   "--speed", "6"),
+                  "synth_target": "ecp5-85k"},
+}
+BOARD_LPF = "ulx3s_board.lpf"
+
+
+def build_bitstream(config, board: str, out_dir: Path, *, seed: int = 1, progress=None) -> dict:
+    """Yosys + nextpnr-ecp5 + ecppack of the board top for ``board`` (a :data:`BOARD_TARGETS` key).
+
+    Writes into ``out_dir`` (any folder): ``board.v``, ``ulx3s_board.lpf``, ``board.bit``,
+    ``board.json`` (report: cells, placed utilization, Fmax against the clock, tool versions, wall
+    times) and the tools' logs. Nothing is left half written: the files are made in a work folder
+    inside ``out_dir`` and moved in at the end (removed when the design does not fit; kept, and
+    named in the message, when a tool fails).
+
+    Raises:
+        ValueError: unknown board.
+        sim.synth.DoesNotFit: the design does not fit the part.
+        sim.synth.SynthError: a tool failed.
+    """
+    from sim import synth
+    if board not in BOARD_TARGETS:
+        raise ValueError(f"board must be one of {', '.join(BOARD_TARGETS)}; got {board!r}")
+    bt = BOARD_TARGETS[board]
+    base = synth.TARGETS[bt["synth_target"]]
+    target = replace(base, name=board, board=f"ULX3S {bt['device'][5:]}", part=bt["part"], package="CABGA381",
+                     speed="6", constraints=BOARD_LPF, board_clock_mhz=config.clk_hz / 1e6,
+                     nextpnr_args=tuple(bt["nextpnr"]),
+                     capacity=dict(base.capacity, io=197))
+    say = progress or (lambda s: None)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".mxu-board-", dir=out_dir))
+    t0 = time.perf_counter()
+    say("generating the board top's Verilog")
+    verilog = board_verilog(config)
+    shutil.copy(verilog, work / "board.v")
+    freq = config.clk_hz / 1e6
+    lpf = (synth.CONSTRAINTS_DIR / BOARD_LPF).read_text()
+    (work / BOARD_LPF).write_text(lpf)
+    say(f"yosys: synthesizing the board top for {target.part}")
+    try:
+        syn = synth.synthesize(work, ["board.v"], "board", target, netlist="netlist.json")
+        problems = synth.fit_problems(syn["cells"], target)
+        if problems:
+            raise synth.DoesNotFit(f"the board top does not fit {target.part} ({board}): " + "; ".join(problems))
+        say(f"nextpnr-ecp5: placing and routing on {target.part} at {freq:g} MHz")
+        pnr = synth.place_and_route(work, "netlist.json", target, BOARD_LPF, freq, seed,
+                                    extra_args=("--textcfg", "board.config"))
+    except synth.DoesNotFit:
+        shutil.rmtree(work, ignore_errors=True)   # nothing to look at: the message says what is missing
+        raise
+    say("ecppack: packing the bitstream")
+    t1 = time.perf_counter()
+    proc = synth._run([synth._tool("yowasp-ecppack"), "board.config", "board.bit"], work, "ecppack.log")
+    if proc.returncode != 0 or not (work / "board.bit").is_file():
+        raise synth.SynthError(f"ecppack failed: {synth._first_error(work / 'ecppack.log')} (log: {work})")
+    pack_s = time.perf_counter() - t1
+    report = {
+        "board": board, "part": target.part, "clk_mhz": freq, "baud": config.baud,
+        "engine": config.engine.as_dict(), "memory_bytes": config.memory_bytes,
+        "cells": syn["cells"], "utilization": synth._utilization(target, syn["cells"], pnr),
+        "fmax": synth._fmax(target, pnr, freq, syn["cells"]["dsp"]),
+        "bitstream_bytes": (work / "board.bit").stat().st_size,
+        "tools": synth.synth_tool_versions(),
+        "wall_s": {"yosys_s": round(syn["seconds"], 2), "nextpnr_s": round(pnr["seconds"], 2),
+                   "ecppack_s": round(pack_s, 2), "total_s": round(time.perf_counter() - t0, 2)},
+    }
+    (work / "board.json").write_text(json.dumps(report, indent=2) + "\n")
+    for name in ("netlist.json", "board.config"):
+        (work / name).unlink(missing_ok=True)
+    for f in work.iterdir():
+        f.replace(out_dir / f.name)
+    work.rmdir()
+    return report

@@ -1,0 +1,228 @@
+"""``mxu board``: the ECP5 board top on a real board (``matmul --port``) and its bitstream (``build``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_board_parser", "cmd_board"]
+
+
+def _baud(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of bit/s, not {text!r}") from None
+    if not 300 <= value <= 12_000_000:
+        raise argparse.ArgumentTypeError(f"must be 300..12000000 bit/s; got {value}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be 0 (exclusive) .. 86400 s; got {value}")
+    return value
+
+
+def add_board_parser(sub) -> None:
+    from sim.board import BOARD_TARGETS
+    from sim.cli import FMTS, SUBNORMALS, _npy_path, _out_dir, _seed, _stages
+
+    b = sub.add_parser("board", help="the ECP5 board top: run a GEMM on a board over its UART, or build the "
+                                     "bitstream",
+                       description="The board top (hw.board.BoardTop): the GEMM engine, the HBM-style controller "
+                                   "with block RAM behind every pseudo-channel, and a UART bridge (protocol in "
+                                   "hw/board/bridge.py).")
+    bsub = b.add_subparsers(dest="board_command", metavar="SUBCOMMAND", parser_class=type(b))
+    bsub.required = True
+    m = bsub.add_parser(
+        "matmul", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run C = C0 + A @ B on a board over its serial port and check it bit for bit",
+        description="""\
+Load A, B (and C0) into the board's memory over the serial port, program the engine's registers,
+start it, poll STATUS until DONE, read D back, compare every result bit for bit with the golden
+model (verif.golden.matmul) for the format the bitstream was built with (read from the engine's
+CONFIG register), write C and print one JSON object on stdout.
+
+Inputs follow `mxu matmul` (float32 rounded RNE into the board's format, float64 once, --bits for
+raw patterns, int8 arrays for int8; --c float32 / int32). Output C.npy as `mxu matmul` writes it.
+
+JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, port, baud, memory_bytes,
+memory_bytes_used, cycles (the engine's CYCLES register), predicted_cycles, ideal_cycles,
+scalesim_cycles, utilization, status, engine_error, bitexact, mismatches, bytes_sent,
+bytes_received, link_s (wall time of the serial traffic), wall_s, output.
+
+Exit status: 0 bit-exact; 1 a mismatch (C.npy holds the board's results), an engine error, or a
+board that does not answer as the protocol says; 2 bad input (one line on stderr, nothing written):
+a missing file, a wrong dtype, K that differs, a port that cannot be opened, a GEMM whose matrices
+do not fit the board's memory or whose K exceeds its MAX_K.""")
+    m.add_argument("a", type=_npy_path, metavar="A.npy", help="left operand, M x K")
+    m.add_argument("b", type=_npy_path, metavar="B.npy", help="right operand, K x N")
+    m.add_argument("-o", "--out", required=True, type=_npy_path, metavar="C.npy", help="where to write the result")
+    m.add_argument("--port", required=True,
+                   help="serial port of the board (e.g. /dev/ttyUSB0; any pyserial URL such as socket://host:port)")
+    m.add_argument("--baud", type=_baud, default=115_200, help="bit/s; must match the bitstream (default 115200)")
+    m.add_argument("--c", type=_npy_path, default=None, metavar="C0.npy", help="initial accumulator, M x N")
+    m.add_argument("--out-fmt", choices=("fp32", "bf16"), default="fp32",
+                   help="result format: fp32 (default; int32 for int8) or bf16 (fp32 rounded once, RNE)")
+    m.add_argument("--bits", action="store_true", help="A and B hold raw bit patterns")
+    m.add_argument("--timeout", type=_timeout, default=10.0, metavar="S",
+                   help="seconds to wait for any answer of the board, and for DONE after START (default 10)")
+
+    bl = bsub.add_parser("build", help="build the board top's bitstream for a ULX3S (Yosys, nextpnr-ecp5, ecppack)",
+                         description="Generate the board top, synthesize it with Yosys, place and route it with "
+                                     "nextpnr-ecp5 on the ULX3S pins (constraints/ulx3s_board.lpf) at the 25 MHz "
+                                     "board clock and pack board.bit with yowasp-ecppack. Prints the utilization, "
+                                     "the achieved Fmax against 25 MHz, and writes board.json. Exit status 2 for bad "
+                                     "input or a design that does not fit, 1 when a tool fails.")
+    bl.add_argument("--board", choices=list(BOARD_TARGETS), default="ulx3s-85f", help="board (default ulx3s-85f)")
+    bl.add_argument("--rows", type=int, choices=(1, 2, 4, 8), default=None, help="MXU rows (default 2)")
+    bl.add_argument("--cols", type=int, choices=(1, 2, 4, 8), default=None, help="MXU columns (default 2)")
+    bl.add_argument("--fmt", choices=FMTS, default=None, help="input format (default bf16)")
+    bl.add_argument("--subnormals", choices=SUBNORMALS, default=None, help="ftz (default) or ieee")
+    bl.add_argument("--stages", type=_stages, default=None, help="PE stages 1..4 (default 2)")
+    bl.add_argument("--memory-kib", type=int, default=64, choices=(32, 64, 128, 256),
+                    help="emulated memory in KiB, all in block RAM (default 64)")
+    bl.add_argument("--baud", type=_baud, default=115_200, help="UART bit/s (default 115200)")
+    bl.add_argument("--seed", type=_seed, default=1, help="nextpnr placement seed (default 1)")
+    bl.add_argument("--json", action="store_true", help="print the report as JSON")
+    bl.add_argument("-o", "--out", required=True, type=_out_dir, help="output folder (board.bit, board.json, logs)")
+
+
+def cmd_board(args) -> int:
+    return {"matmul": _cmd_matmul, "build": _cmd_build}[args.board_command](args)
+
+
+def _cmd_matmul(args) -> int:
+    import numpy as np
+    import serial
+
+    from sim.board_host import BoardError, BoardLink, check_engine, run_gemm
+    from sim.cli import (UsageError, _bits_text, _check_out_file, _initial_c, _load_npy, _operand,
+                         _save_npy_atomic, compare_bits, engine_error, expected_bits)
+    from sim.gemm import GemmJob
+    from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+
+    t0 = time.perf_counter()
+    _check_out_file(args.out)
+    raw_a, raw_b = _load_npy(args.a, "A"), _load_npy(args.b, "B")
+    raw_c = _load_npy(args.c, "--c") if args.c is not None else None
+    try:
+        port = serial.serial_for_url(args.port, baudrate=args.baud, timeout=args.timeout)
+    except (serial.SerialException, ValueError) as e:
+        raise UsageError(f"--port {args.port}: cannot open: {str(e).splitlines()[0] if str(e) else e}") from None
+    with port:
+        link = BoardLink(port)
+        try:
+            info = link.info()
+            eng = check_engine(link)
+        except BoardError as e:
+            raise RuntimeError(str(e)) from None
+        fmt, subnormals = eng["fmt"], eng["subnormals"]
+        if args.out_fmt == "bf16" and fmt == "int8":
+            raise UsageError("--out-fmt bf16 does not apply to the board's int8 format (results are int32)")
+        a = _operand(raw_a, "A", args.a, fmt, args.bits)
+        b = _operand(raw_b, "B", args.b, fmt, args.bits)
+        if a.shape[1] != b.shape[0]:
+            raise UsageError(f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
+                             "inner dimensions (K) differ")
+        m, k = a.shape
+        n = b.shape[1]
+        if k > eng["max_k"]:
+            raise UsageError(f"K = {k} is larger than the board engine's MAX_K = {eng['max_k']}")
+        c = _initial_c(raw_c, args.c, fmt, m, n) if raw_c is not None else None
+        t_link = time.perf_counter()
+        try:
+            res = run_gemm(link, a, b, c, args.out_fmt, timeout_s=args.timeout, info=info)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        except BoardError as e:
+            raise RuntimeError(str(e)) from None
+        link_s = time.perf_counter() - t_link
+    rows, cols, stages = eng["rows"], eng["cols"], eng["stages"]
+    ideal = ideal_cycles(m, k, n, rows, cols)
+    report = {
+        "m": m, "k": k, "n": n, "rows": rows, "cols": cols, "stages": stages, "fmt": fmt, "subnormals": subnormals,
+        "out_fmt": args.out_fmt, "port": args.port, "baud": args.baud, "memory_bytes": info.memory_bytes,
+        "memory_bytes_used": res["memory_bytes_used"], "cycles": res["cycles"],
+        "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages), "ideal_cycles": ideal,
+        "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
+        "utilization": round(ideal / res["cycles"], 4) if res["cycles"] else None,
+        "status": res["status"], "engine_error": engine_error(res["status"]), "bitexact": None, "mismatches": None,
+        "bytes_sent": res["bytes_sent"], "bytes_received": res["bytes_received"], "link_s": round(link_s, 2),
+        "wall_s": None, "output": None,
+    }
+    if report["engine_error"]:
+        report["wall_s"] = round(time.perf_counter() - t0, 2)
+        print(json.dumps(report))
+        print(f"mxu: failed: the engine reported {report['engine_error']}; nothing written", file=sys.stderr)
+        return 1
+    rtl = res["bits"]
+    golden = expected_bits(GemmJob(a, b, c, args.out_fmt), fmt, subnormals)
+    bad = compare_bits(rtl, golden)
+    if args.out_fmt == "bf16":
+        out = (rtl.astype(np.uint32) << 16).view(np.float32)
+    else:
+        out = rtl.view(np.int32 if fmt == "int8" else np.float32)
+    try:
+        _save_npy_atomic(args.out, out)
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: cannot write: {e.strerror or e}") from None
+    report.update(bitexact=not bad, mismatches=len(bad), output=str(args.out),
+                  wall_s=round(time.perf_counter() - t0, 2))
+    print(json.dumps(report))
+    if bad:
+        for ix in bad[:5]:
+            print(f"mxu: mismatch at C[{ix[0]}, {ix[1]}]: board {_bits_text(int(rtl[ix]), args.out_fmt, fmt)}, "
+                  f"golden {_bits_text(int(golden[ix]), args.out_fmt, fmt)}", file=sys.stderr)
+        print(f"mxu: {len(bad)} of {golden.size} results differ from the golden model; {args.out} holds the "
+              "board's results", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_build(args) -> int:
+    from hw.board import BoardConfig, board_engine_config
+    from hw.mxu import MXUConfig
+    from sim import synth
+    from sim.board import build_bitstream
+    from sim.cli import UsageError, _progress_enabled
+
+    try:
+        mxu = MXUConfig(rows=args.rows or 2, cols=args.cols or 2, fmt=args.fmt or "bf16",
+                        subnormals=args.subnormals or "ftz", stages=args.stages or 2)
+        config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib), baud=args.baud)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    say = (lambda s: print(f"mxu board build: {s}", file=sys.stderr)) if _progress_enabled() else None
+    try:
+        report = build_bitstream(config, args.board, args.out, seed=args.seed, progress=say)
+    except synth.DoesNotFit as e:
+        raise UsageError(str(e)) from None
+    except synth.SynthError as e:
+        raise RuntimeError(str(e)) from None
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    u = report["utilization"]
+    lines = [f"mxu board build: {report['board']} ({report['part']}), engine {mxu.rows}x{mxu.cols} {mxu.fmt} "
+             f"{mxu.subnormals} stages={mxu.stages}, {report['memory_bytes'] // 1024} KiB block-RAM memory, "
+             f"UART {report['baud']} baud",
+             f"  {'resource':<24} {'used':>8} {'available':>10} {'%':>7}"]
+    for key, row in u.items():
+        lines.append(f"  {row.get('label', key):<24} {row['used']:>8} {row['available'] or '':>10} "
+                     f"{row['percent'] if row.get('percent') is not None else '':>7}")
+    for f in report["fmax"]:
+        lines.append(f"  Fmax {f.get('clock', 'clk')}: {f.get('achieved_mhz')} MHz achieved, "
+                     f"{f.get('requested_mhz')} MHz requested ({'met' if f.get('met') else 'MISSED'})")
+    lines.append(f"  bitstream {Path(args.out) / 'board.bit'} ({report['bitstream_bytes']:,} bytes); "
+                 f"wall {report['wall_s']['total_s']} s")
+    print("\n".join(lines))
+    return 0
