@@ -331,12 +331,16 @@ def _yosys_stat(work: Path, stat_file: str, top: str) -> dict[str, int]:
 
 
 def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netlist: str | None,
-               log: str = "yosys.log", noflatten: bool = False, dsp: bool = True,
+               log: str = "yosys.log", noflatten: bool = False, dsp: bool = True, widelut: bool = False,
                early_check: Callable[[dict[str, int]], None] | None = None) -> dict:
     """Run Yosys in ``work`` on ``sources`` (file names relative to ``work``) for ``target``.
 
     Writes ``netlist`` (JSON for nextpnr) when given. ``dsp=False`` builds multipliers from LUTs
-    (no SB_MAC16 / MULT18X18D). With ``early_check``, a first Yosys run stops after DSP and
+    (no SB_MAC16 / MULT18X18D). ECP5: by default (``widelut=False``) ``synth_ecp5 -nowidelut`` maps
+    to LUT4s only; ``widelut=True`` lets ABC also use the PFUMX / L6MUX21 slice multiplexers (5- to
+    7-input functions), which here cost more LUT4s for the same Fmax (bf16 MAC, 2 stages: 846 vs 564
+    LUT4, 40.2 vs 39.3 MHz; 7 stages: 581-775 vs 586 LUT4, 112.7 vs 111.5 MHz on the 85k) and
+    varied by up to 200 LUT4 between two runs of the same design. With ``early_check``, a first Yosys run stops after DSP and
     block-RAM mapping (``-run begin:map_ffram``, a few seconds) and its cell counts go to
     ``early_check``, which raises to stop (e.g. :class:`DoesNotFit` when the design needs 256 DSPs
     and the part has 8) before the long LUT mapping; the full synthesis then runs from the Verilog
@@ -350,7 +354,7 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
     if target.family == "ice40":
         synth = "synth_ice40" + (" -dsp" if dsp else "")
     else:
-        synth = "synth_ecp5" + ("" if dsp else " -nodsp")
+        synth = "synth_ecp5" + ("" if dsp else " -nodsp") + ("" if widelut else " -nowidelut")
     synth += f" -top {top}"
     early = synth + " -noflatten -run begin:map_ffram"  # no LUT mapping yet: hierarchy is safe and fast
     if noflatten:
@@ -526,7 +530,7 @@ def _fmax(target: Target, pnr: dict, freq_mhz: float, dsp_cells: int) -> list[di
 
 
 def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_mhz: float | None = None,
-             seed: int = 1, place: bool = True, flatten: bool = True, dsp: bool = True,
+             seed: int = 1, place: bool = True, flatten: bool = True, dsp: bool = True, widelut: bool = False,
              progress: Callable[[str], None] | None = None, block: dict | None = None,
              pnr_timeout_s: float | None = None) -> dict:
     """Synthesize (and by default place and route) module ``top`` of ``verilog`` out of context.
@@ -545,6 +549,8 @@ def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_
             LUT4 hierarchical, 16 s and 3,390 LUT4 flat, Fmax 29.5 vs 29.2 MHz); but Yosys 0.70's
             abc9 asserts on some hierarchical iCE40 designs (int8 4x4 MXU without DSPs, bf16 16x16),
             so it is an option, not the default.
+        widelut: ECP5 only: allow the PFUMX / L6MUX21 wide-function muxes (see :func:`synthesize`;
+            default ``False``: ``-nowidelut``).
         dsp: map multipliers to DSP blocks (default); ``False`` builds them from LUTs, for arrays
             with more multipliers than the part has DSPs (the iCE40 UP5K has 8), and gives a fully
             timed Fmax on iCE40.
@@ -589,12 +595,12 @@ def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_
             raise DoesNotFit(f"design does not fit {target.part} ({target.name}): " + "; ".join(problems) + hint)
 
     total = synthesize(work, [design, f"{WRAPPER_TOP}.v"], WRAPPER_TOP, target,
-                       netlist="netlist.json" if place else None, noflatten=not flatten, dsp=dsp,
+                       netlist="netlist.json" if place else None, noflatten=not flatten, dsp=dsp, widelut=widelut,
                        early_check=early_check)
     steps["yosys_s"] = round(total["seconds"], 2)
     say("yosys: measuring the out-of-context wrapper alone")
     wrapper = synthesize(work, ["blackbox.v", f"{WRAPPER_TOP}.v"], WRAPPER_TOP, target, netlist=None,
-                         log="yosys_wrapper.log", dsp=dsp)
+                         log="yosys_wrapper.log", dsp=dsp, widelut=widelut)
     steps["yosys_wrapper_s"] = round(wrapper["seconds"], 2)
     cells = {"total": total["cells"], "wrapper": wrapper["cells"],
              "block": {k: total["cells"][k] - wrapper["cells"].get(k, 0) for k in total["cells"]},
@@ -606,7 +612,7 @@ def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_
         "top": top, "block": block or {},
         "wrapper": {"module": WRAPPER_TOP, "input_bits_shifted_in": in_bits, "output_bits_xor_reduced": out_bits,
                     "pins": ["clk", "sin", "sout"]},
-        "cells": cells, "requested_mhz": freq, "seed": seed, "dsp": dsp, "flatten": flatten,
+        "cells": cells, "requested_mhz": freq, "seed": seed, "dsp": dsp, "widelut": widelut, "flatten": flatten,
     }
     problems = fit_problems(total["cells"], target)
     if problems:

@@ -2,7 +2,7 @@
 
 from amaranth import Cat, Const, Mux, Value
 
-__all__ = ["leading_zeros", "shift_right_jam"]
+__all__ = ["leading_zeros", "normalize_left", "shift_right_jam", "lt_const", "signed_lt_const", "signed_gt_const"]
 
 
 def leading_zeros(x: Value, width: int) -> Value:
@@ -31,17 +31,87 @@ def leading_zeros(x: Value, width: int) -> Value:
     return Cat(*bits)
 
 
-def shift_right_jam(x: Value, width: int, amount: Value, max_shift: int) -> Value:
+def shift_right_jam(x: Value, width: int, amount: Value) -> Value:
     """``x >> amount`` on ``width`` bits with every shifted-out bit ORed into bit 0 ("jamming").
 
     Jamming is round-to-odd at the LSB: the result's bits above bit 0 equal those of the exact
     quotient and bit 0 is set whenever anything non-zero was lost, which is what a later
-    round-to-nearest-even needs (guard/round/sticky). ``amount`` saturates at ``max_shift`` (any
-    larger shift leaves only the sticky bit). The sticky bit comes from a thermometer mask of
-    ``amount`` rather than a ``width + max_shift``-bit shifter. Returns a ``width``-bit value.
+    round-to-nearest-even needs (guard/round/sticky). ``amount`` is unsigned, any width; a shift of
+    ``width`` or more leaves only the sticky bit. A logarithmic shifter: stage k shifts by 2**k when
+    bit k of ``amount`` is set and ORs the 2**k bits it drops into the sticky bit, so the sticky bit
+    costs one small OR per stage and no comparator (comparisons against constants become carry
+    chains in Yosys's ECP5 mapping: the earlier thermometer-mask version spent 27 of them).
+    Returns a ``width``-bit value.
     """
-    m_amt = Mux(amount > max_shift, max_shift, amount)
-    kept = (x >> m_amt)[:width]
-    # Bit i of x is lost when i < amount: OR them through a thermometer mask (no wide shifter).
-    lost = Cat(*[x[i] & (m_amt > i) for i in range(width)])
-    return kept | (lost != 0)
+    stages = max(1, (width - 1).bit_length())      # 2**stages - 1 >= width - 1
+    cur = x[:width]
+    sticky = Const(0, 1)
+    for k in range(min(stages, len(amount))):
+        step = 1 << k
+        if step >= width:
+            shifted, dropped = Const(0, width), cur.any()
+        else:
+            shifted, dropped = cur[step:], cur[:step].any()
+        sticky = sticky | (amount[k] & dropped)
+        cur = Mux(amount[k], shifted, cur)
+    kept = Cat(cur[0] | sticky, cur[1:])
+    if len(amount) > stages:                        # 2**stages or more: everything is shifted out
+        return Mux(amount[stages:].any(), Cat(x[:width].any(), Const(0, width - 1)), kept)
+    return kept
+
+
+def lt_const(x: Value, k: int) -> Value:
+    """``x < k`` for an unsigned ``x`` and a constant ``k``, as bit logic from the MSB down.
+
+    Written out so that Yosys keeps it in LUTs: a ``$lt`` against a constant becomes an ``$alu``
+    carry chain (CCU2C cells on ECP5) in its generic mapping.
+    """
+    n = len(x)
+    if k <= 0:
+        return Const(0, 1)
+    if k >= 1 << n:
+        return Const(1, 1)
+    less, equal = Const(0, 1), Const(1, 1)
+    for i in reversed(range(n)):
+        if (k >> i) & 1:
+            less = less | (equal & ~x[i])
+            equal = equal & x[i]
+        else:
+            equal = equal & ~x[i]
+    return less
+
+
+def signed_lt_const(x: Value, k: int) -> Value:
+    """``x < k`` for a two's-complement ``x`` (``len(x)`` bits) and a constant ``k`` (bit logic)."""
+    n = len(x)
+    offset = Cat(x[:n - 1], ~x[n - 1])             # offset binary: order-preserving as unsigned
+    return lt_const(offset, k + (1 << (n - 1)))
+
+
+def signed_gt_const(x: Value, k: int) -> Value:
+    """``x > k`` for a two's-complement ``x`` and a constant ``k`` (bit logic)."""
+    return ~signed_lt_const(x, k + 1)
+
+
+def normalize_left(x: Value, width: int) -> tuple[Value, Value]:
+    """Shift the ``width``-bit ``x`` left until its MSB is 1; returns ``(shifted, count)``.
+
+    ``count`` is the number of leading zeros (``2**k - 1`` >= width - 1 bits wide; for x == 0 the
+    shifted value is 0 and the count is the sum of all stages, which callers treat as "zero").
+    Successive normalization: stage k (from the largest power of two below ``width`` down to 1)
+    shifts by 2**k when the top 2**k bits are all zero, so the leading-zero count and the shift are
+    one structure (one 2:1 mux per bit and stage plus a small OR per stage) instead of a count
+    followed by a separate barrel shifter.
+    """
+    stages = max(1, (width - 1).bit_length())
+    cur = x[:width]
+    bits = []
+    for k in reversed(range(stages)):
+        step = 1 << k
+        if step >= width:
+            bits.append(Const(0, 1))
+            continue
+        zero_top = ~cur[width - step:].any()
+        cur = Mux(zero_top, Cat(Const(0, step), cur[:width - step]), cur)
+        bits.append(zero_top)
+    return cur, Cat(*reversed(bits))

@@ -25,7 +25,7 @@ from amaranth import Module, Mux, Cat, Const, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .bits import leading_zeros, shift_right_jam
+from .bits import leading_zeros, normalize_left, shift_right_jam, signed_gt_const, signed_lt_const
 from .bf16_mul import ZERO_EXP
 from .formats import FP32, Product, Subnormals, FP32_CANONICAL_NAN
 from .pipeline import Cuts
@@ -33,7 +33,7 @@ from .pipeline import Cuts
 __all__ = ["FP32Adder", "fp32_accumulate", "ADDER_CUTS"]
 
 #: Cut points inside the adder, in datapath order.
-ADDER_CUTS = ("align", "norm", "out")
+ADDER_CUTS = ("exp", "align", "add", "norm", "round", "out")
 
 _WIN = 27          # 24-bit significand + guard + round + sticky
 _EXP = signed(12)  # working exponent width: covers [-512 - 27, 511 + 2]
@@ -68,48 +68,75 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     inf_sign = Mux(prod.inf, prod.sign, acc.sign)
     zero_sign = acc.sign & prod.sign          # sign of an exact zero sum (IEEE 754-2019 §6.3)
 
-    # ---- align ------------------------------------------------------------------------------
-    swap = prod.exp > c_exp                   # product is the big operand
-    e_big = Signal(_EXP, name="e_big")
-    diff = Signal(11, name="exp_diff")         # |exponent difference|, 0..1023
-    m.d.comb += [
-        e_big.eq(Mux(swap, prod.exp, c_exp)),
-        diff.eq(Mux(swap, prod.exp - c_exp, c_exp - prod.exp)),
-    ]
-    big_sig = Mux(swap, p_sig, c_sig)
-    small_sig = Mux(swap, c_sig, p_sig)
-    big_w = Cat(Const(0, 3), big_sig)
-    small_w = shift_right_jam(Cat(Const(0, 3), small_sig), _WIN, diff, _WIN + 1)
-    s = cuts.cut("align", big_w=big_w, small_w=small_w, e_big=e_big,
-                 sign_big=Mux(swap, prod.sign, acc.sign), sub=acc.sign ^ prod.sign,
-                 nan=nan, inf=inf, inf_sign=inf_sign, zero_sign=zero_sign, valid=valid)
+    # ---- exponent compare -------------------------------------------------------------------
+    # Two subtractors give both differences; the sign of c - p is the comparison (no third chain).
+    d_pc = Signal(_EXP, name="d_pc")
+    d_cp = Signal(_EXP, name="d_cp")
+    m.d.comb += [d_pc.eq(prod.exp - c_exp), d_cp.eq(c_exp - prod.exp)]
+    x = cuts.cut("exp", d_pc=d_pc, d_cp=d_cp, c_sig=c_sig, p_sig=p_sig, c_exp=c_exp, p_exp=prod.exp,
+                 c_sign=acc.sign, p_sign=prod.sign, nan=nan, inf=inf, inf_sign=inf_sign, zero_sign=zero_sign,
+                 valid=valid)
 
-    # ---- add / subtract, absolute value, normalize -----------------------------------------
+    # ---- align ------------------------------------------------------------------------------
+    swap = x["d_cp"][-1]                      # c - p < 0: the product is the big operand
+    e_big = Signal(_EXP, name="e_big")
+    diff = Signal(11, name="exp_diff")         # |exponent difference|, 0..1023 (at most 639 here)
+    m.d.comb += [
+        e_big.eq(Mux(swap, x["p_exp"], x["c_exp"])),
+        diff.eq(Mux(swap, x["d_pc"], x["d_cp"])),
+    ]
+    big_sig = Mux(swap, x["p_sig"], x["c_sig"])
+    small_sig = Mux(swap, x["c_sig"], x["p_sig"])
+    big_w = Cat(Const(0, 3), big_sig)
+    small_w = shift_right_jam(Cat(Const(0, 3), small_sig), _WIN, diff)
+    s = cuts.cut("align", big_w=big_w, small_w=small_w, e_big=e_big,
+                 sign_big=Mux(swap, x["p_sign"], x["c_sign"]), sub=x["c_sign"] ^ x["p_sign"],
+                 nan=x["nan"], inf=x["inf"], inf_sign=x["inf_sign"], zero_sign=x["zero_sign"], valid=x["valid"])
+
+    # ---- add / subtract, absolute value -----------------------------------------------------
+    # big +- small in one carry chain: big + (small ^ sub) + sub, the +sub entering as a carry from
+    # an extra low bit (sub + sub = 2 sub).
     total = Signal(signed(_WIN + 2), name="sum")
-    m.d.comb += total.eq(Mux(s["sub"], s["big_w"] - s["small_w"], s["big_w"] + s["small_w"]))
+    sub = s["sub"]
+    wide = Signal(_WIN + 3, name="sum_ext")
+    m.d.comb += [
+        wide.eq(Cat(sub, s["big_w"], Const(0, 2)) + Cat(sub, (s["small_w"] ^ sub.replicate(_WIN)), sub.replicate(2))),
+        total.eq(wide[1:]),
+    ]
     neg = total < 0
     mag = Signal(_WIN + 1, name="mag")
     m.d.comb += mag.eq(Mux(neg, -total, total))
-    sign = s["sign_big"] ^ neg
-    exact_zero = mag == 0
+    a = cuts.cut("add", mag=mag, sign=s["sign_big"] ^ neg, e_big=s["e_big"], nan=s["nan"], inf=s["inf"],
+                 inf_sign=s["inf_sign"], zero_sign=s["zero_sign"], valid=s["valid"])
 
-    lz = leading_zeros(mag[:_WIN], _WIN)
-    lshift = Signal(range(_WIN + 1), name="lshift")
+    # ---- normalize --------------------------------------------------------------------------
+    mag = a["mag"]
+    exact_zero = mag == 0
+    lshift = Signal(range(32), name="lshift")
+    shifted = Signal(_WIN, name="shifted")
     if ftz:
-        m.d.comb += lshift.eq(lz)
+        # count and shift in one structure (bits.normalize_left); for mag == 0 the count is
+        # meaningless and exact_zero decides the result
+        sh, lz = normalize_left(mag[:_WIN], _WIN)
+        m.d.comb += [lshift.eq(lz), shifted.eq(sh)]
     else:
-        room = s["e_big"] - _EMIN             # >= 0: the big exponent is never below -126 in IEEE
-        m.d.comb += lshift.eq(Mux(lz > room, room, lz))
+        lz = leading_zeros(mag[:_WIN], _WIN)
+        room = a["e_big"] - _EMIN             # >= 0: the big exponent is never below -126 in IEEE
+        m.d.comb += [lshift.eq(Mux(lz > room, room, lz)), shifted.eq((mag[:_WIN] << lshift)[:_WIN])]
     carry = mag[_WIN]
     norm = Signal(_WIN, name="norm")
-    e_norm = Signal(_EXP, name="e_norm")
+    e_shift = Signal(signed(6), name="e_shift")   # exponent change: -1 on carry-out, else the left shift
     m.d.comb += [
-        norm.eq(Mux(carry, Cat(mag[0] | mag[1], mag[2:_WIN + 1]), (mag[:_WIN] << lshift)[:_WIN])),
-        e_norm.eq(Mux(carry, s["e_big"] + 1, s["e_big"] - lshift)),
+        norm.eq(Mux(carry, Cat(mag[0] | mag[1], mag[2:_WIN + 1]), shifted)),
+        e_shift.eq(Mux(carry, -1, lshift)),
     ]
-    n = cuts.cut("norm", norm=norm, e_norm=e_norm, sign=sign, exact_zero=exact_zero,
-                 nan=s["nan"], inf=s["inf"], inf_sign=s["inf_sign"], zero_sign=s["zero_sign"],
-                 valid=s["valid"])
+    n = cuts.cut("norm", norm=norm, e_big=a["e_big"], e_shift=e_shift, sign=a["sign"], exact_zero=exact_zero,
+                 nan=a["nan"], inf=a["inf"], inf_sign=a["inf_sign"], zero_sign=a["zero_sign"],
+                 valid=a["valid"])
+    # the exponent subtraction sits after the cut, beside the rounding increment (off the
+    # normalizer's path)
+    e_norm = Signal(_EXP, name="e_norm")
+    m.d.comb += e_norm.eq(n["e_big"] - n["e_shift"])
 
     # ---- round to nearest even, pack ------------------------------------------------------
     sig24 = n["norm"][3:]
@@ -119,11 +146,14 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     rounded = Signal(25, name="rounded")
     m.d.comb += rounded.eq(sig24 + inc)
     r_carry = rounded[24]
-    r_sig = Mux(r_carry, rounded[1:25], rounded[:24])
     r_exp = Signal(_EXP, name="r_exp")
-    m.d.comb += r_exp.eq(n["e_norm"] + r_carry)
+    m.d.comb += r_exp.eq(e_norm + r_carry)
+    n = cuts.cut("round", rounded=rounded, r_exp=r_exp, sign=n["sign"], exact_zero=n["exact_zero"], nan=n["nan"],
+                 inf=n["inf"], inf_sign=n["inf_sign"], zero_sign=n["zero_sign"], valid=n["valid"])
+    rounded, r_exp = n["rounded"], n["r_exp"]
+    r_sig = Mux(rounded[24], rounded[1:25], rounded[:24])
 
-    overflow = r_exp > 127
+    overflow = signed_gt_const(r_exp, 127)
     sign_r = n["sign"]
     result = Signal(FP32, name="result")
     finite = Mux(r_sig[23], r_exp + 127, 0)[:8]   # IEEE: a subnormal has hidden bit 0 at e=-126
@@ -140,7 +170,7 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     with m.Elif(overflow):
         put(sign_r, 0xFF, 0)
     if ftz:
-        with m.Elif(r_exp < _EMIN):
+        with m.Elif(signed_lt_const(r_exp, _EMIN)):
             put(sign_r, 0, 0)
     with m.Else():
         put(sign_r, finite, r_sig[:23])
@@ -158,7 +188,9 @@ class FP32Adder(wiring.Component):
 
     Args:
         subnormals: ``"ftz"`` or ``"ieee"``.
-        cuts: register stages to place, a subset of :data:`ADDER_CUTS` ("align", "norm", "out").
+        cuts: register stages to place, a subset of :data:`ADDER_CUTS` ("exp": after the exponent
+            differences, "align": after the alignment shift, "add": after the add and absolute value,
+            "norm": after normalization, "round": after the rounding increment, "out": after packing).
 
     Raises:
         ValueError: unknown ``subnormals`` or cut name.

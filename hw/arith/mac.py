@@ -24,22 +24,27 @@ from .pipeline import Cuts
 __all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES", "mac_datapath"]
 
 #: Largest supported number of pipeline register stages in the MAC.
-MAX_STAGES = 4
+MAX_STAGES = 7
 
 #: Where the register stages go for each ``stages`` value (float formats). Cut points, in datapath
-#: order: "mul" (after operand decode and the 8 x 8 multiply: the DSP output register), "align"
-#: (after the exponent compare and the alignment shift), "norm" (after the add, absolute value and
-#: normalization shift), "out" (after rounding and packing).
+#: order: "mul" (after operand decode and the 8 x 8 multiply: the DSP output register), "exp" (after
+#: the two exponent differences), "align" (after the exponent compare and the alignment shift), "add"
+#: (after the add/subtract and absolute value), "norm" (after the normalization shift), "round" (after
+#: the rounding increment), "out" (after packing). 0-4 stages are the original set; 5-7 split the
+#: adder further for clock rates above ~75 MHz on ECP5 (``bench/synth_scale.py``).
 FLOAT_CUTS_BY_STAGES = {
     0: (),
     1: ("align",),
     2: ("mul", "norm"),
     3: ("mul", "align", "norm"),
     4: ("mul", "align", "norm", "out"),
+    5: ("mul", "align", "add", "norm", "out"),
+    6: ("mul", "exp", "align", "add", "norm", "out"),
+    7: ("mul", "exp", "align", "add", "norm", "round", "out"),
 }
 #: int8: "mul" (after the multiply), "out" (after the 32-bit add); beyond 2 stages the extra
 #: registers are output delay stages so the latency still equals ``stages``.
-INT8_CUTS_BY_STAGES = {0: (), 1: ("mul",), 2: ("mul", "out"), 3: ("mul", "out"), 4: ("mul", "out")}
+INT8_CUTS_BY_STAGES = {0: (), 1: ("mul",), **{k: ("mul", "out") for k in range(2, MAX_STAGES + 1)}}
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ class MACConfig:
     Attributes:
         fmt: input format, one of "bf16", "fp8_e4m3fn", "fp8_e5m2", "int8" (default "bf16").
         subnormals: "ftz" (default) or "ieee"; ignored (kept as given) for int8.
-        stages: pipeline register stages, 0..4 (default 0 = combinational); latency = stages cycles.
+        stages: pipeline register stages, 0..7 (default 0 = combinational); latency = stages cycles.
 
     Raises:
         ValueError: on any value outside those sets, with the parameter name and allowed values.

@@ -1,0 +1,87 @@
+"""The combinational building blocks of the adder (``hw.arith.bits``) against Python references:
+the jamming right shift, the successive-normalization left shift, and comparisons with constants."""
+
+from __future__ import annotations
+
+import numpy as np
+from amaranth import Module, Signal, signed
+from amaranth.sim import Simulator
+
+from hw.arith.bits import leading_zeros, lt_const, normalize_left, shift_right_jam, signed_gt_const, signed_lt_const
+
+W = 27
+
+
+def _run(m, inputs, outputs, vectors):
+    """Set each vector on ``inputs`` and read ``outputs``; returns a list of tuples."""
+    got = []
+
+    async def tb(ctx):
+        for vec in vectors:
+            for sig, value in zip(inputs, vec):
+                ctx.set(sig, value)
+            got.append(tuple(ctx.get(o) for o in outputs))
+
+    sim = Simulator(m)
+    sim.add_testbench(tb)
+    sim.run()
+    return got
+
+
+def _operands(rng, n):
+    """Edge values (0, all ones, every single bit, every low mask) and random ones of 27 bits."""
+    edge = [0, (1 << W) - 1] + [1 << i for i in range(W)] + [(1 << i) - 1 for i in range(1, W)]
+    return edge + [int(v) for v in rng.integers(0, 1 << W, n)]
+
+
+def test_shift_right_jam(seed):
+    """Every amount 0..40 and the large ones up to 2**11 - 1, on edge and random operands: the kept
+    bits are x >> amount and bit 0 also holds the OR of every bit shifted out."""
+    rng = np.random.default_rng(seed)
+    m = Module()
+    x, amt, y = Signal(W), Signal(11), Signal(W)
+    m.d.comb += y.eq(shift_right_jam(x, W, amt))
+    amounts = list(range(41)) + [63, 64, 100, 639, 1023, 1024 + 5, 2047]
+    xs = _operands(rng, 60)
+    vectors = [(v, a) for v in xs for a in amounts]
+    got = _run(m, [x, amt], [y], vectors)
+    for (v, a), (r,) in zip(vectors, got):
+        lost = v & ((1 << min(a, W)) - 1)
+        want = (v >> a if a < W else 0) | (lost != 0)
+        assert r == want, (hex(v), a, hex(r), hex(want))
+
+
+def test_normalize_left_matches_leading_zeros(seed):
+    """For every non-zero operand: count = leading zeros (as leading_zeros gives) and the shifted
+    value has its MSB set and equals x << count."""
+    rng = np.random.default_rng(seed)
+    m = Module()
+    x, y, n, lz = Signal(W), Signal(W), Signal(5), Signal(5)
+    sh, cnt = normalize_left(x, W)
+    m.d.comb += [y.eq(sh), n.eq(cnt), lz.eq(leading_zeros(x, W))]
+    xs = [v for v in _operands(rng, 400) if v]
+    got = _run(m, [x], [y, n, lz], [(v,) for v in xs])
+    for v, (r, count, lzc) in zip(xs, got):
+        want = W - v.bit_length()
+        assert count == want == lzc, (hex(v), count, lzc, want)
+        assert r == (v << want) & ((1 << W) - 1) and r >> (W - 1) == 1
+
+
+def test_comparisons_with_constants():
+    """lt_const on every 5-bit value against constants -1..33; the signed forms on every 6-bit
+    two's-complement value against -40..40 (constants outside the range included)."""
+    m = Module()
+    u, s = Signal(5), Signal(signed(6))
+    ks_u, ks_s = range(-1, 34), range(-40, 41)
+    outs_u = [Signal(name=f"lt{k + 1}") for k in ks_u]
+    outs_lt = [Signal(name=f"slt{k + 40}") for k in ks_s]
+    outs_gt = [Signal(name=f"sgt{k + 40}") for k in ks_s]
+    m.d.comb += [o.eq(lt_const(u, k)) for o, k in zip(outs_u, ks_u)]
+    m.d.comb += [o.eq(signed_lt_const(s, k)) for o, k in zip(outs_lt, ks_s)]
+    m.d.comb += [o.eq(signed_gt_const(s, k)) for o, k in zip(outs_gt, ks_s)]
+    got = _run(m, [u, s], outs_u + outs_lt + outs_gt, [(v, v - 32) for v in range(32)] + [(0, v) for v in range(0, 32)])
+    for (uv, sv), row in zip([(v, v - 32) for v in range(32)] + [(0, v) for v in range(0, 32)], got):
+        ru, rl, rg = row[:len(ks_u)], row[len(ks_u):len(ks_u) + len(ks_s)], row[len(ks_u) + len(ks_s):]
+        assert list(ru) == [int(uv < k) for k in ks_u], uv
+        assert list(rl) == [int(sv < k) for k in ks_s], sv
+        assert list(rg) == [int(sv > k) for k in ks_s], sv
