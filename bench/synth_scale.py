@@ -5,10 +5,10 @@ Writes ``bench/results/synth_scale.json`` (updated after every run, so an interr
 what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, comma list):
 
 ``stages``
-    bf16 and int8 MAC (stages 0..4) and PE (stages 1..4) on ecp5-25k and ecp5-85k at 100 MHz
+    bf16 and int8 MAC (stages 0..7) and PE (stages 1..7) on ecp5-25k and ecp5-85k at 100 MHz
     requested: block LUT4 / CCU2C / FF / DSP (Yosys) and achieved Fmax (nextpnr), plus the plot.
 ``mxu85k``
-    8x8 bf16 MXU on ecp5-85k, requested 100 MHz, stages ``--mxu85k-stages`` (default 4, the
+    8x8 bf16 MXU on ecp5-85k, requested 100 MHz, stages ``--mxu85k-stages`` (default 7, the
     deepest MAC pipeline: the one with the highest MAC Fmax in ``stages``).
 ``up5k``
     int8 4x4 MXU (the ``ice40-int8-4x4`` preset, 1 stage) on ice40-up5k: with DSPs (16 SB_MAC16
@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hw.arith import MAC, MACConfig  # noqa: E402
+from hw.arith import MAC, MAX_STAGES, MACConfig  # noqa: E402
 from hw.generate import mxu_verilog  # noqa: E402
 from hw.mxu import MXUConfig  # noqa: E402
 from hw.pe import PE, PEConfig  # noqa: E402
@@ -95,7 +95,8 @@ def flow(tag: str, block: str, cfg, target: str, *, freq=100.0, place=True, flat
     work = WORK / tag
     shutil.rmtree(work, ignore_errors=True)
     params = {"block": block, **cfg.__dict__}
-    rec = {"tag": tag, "target": target, "params": params, "dsp": dsp, "flatten": flatten}
+    rec = {"tag": tag, "target": target, "params": params, "dsp": dsp, "flatten": flatten,
+           "widelut": False}  # sim.synth default: synth_ecp5 -nowidelut
     t0 = time.perf_counter()
     log(f"{tag}: {block} {params} on {target} (place={place}, flatten={flatten}, dsp={dsp})")
     try:
@@ -130,11 +131,11 @@ def section_stages(res: Results, targets):
     recs = []
     for target in targets:
         for fmt in ("bf16", "int8"):
-            for stages in range(0, 5):
+            for stages in range(0, MAX_STAGES + 1):
                 recs.append(flow(f"stages_{target}_mac_{fmt}_{stages}", "mac", MACConfig(fmt, "ftz", stages), target))
                 res.data["stages"] = recs
                 res.save()
-            for stages in range(1, 5):
+            for stages in range(1, MAX_STAGES + 1):
                 recs.append(flow(f"stages_{target}_pe_{fmt}_{stages}", "pe", PEConfig(fmt, "ftz", stages), target))
                 res.data["stages"] = recs
                 res.save()
@@ -173,7 +174,7 @@ def plot_stages(recs):
     ax2.set_title("Fmax per MAC / PE (out of context)")
     ax2.axhline(100, color="grey", lw=0.8, ls=":")
     for ax in (ax1, ax2):
-        ax.set_xticks(range(0, 5))
+        ax.set_xticks(range(0, MAX_STAGES + 1))
         ax.grid(alpha=0.3)
     ax2.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
@@ -295,7 +296,7 @@ def main(argv=None) -> int:
     ap.add_argument("--largest-fmts", default="bf16,int8,int8:lut",
                     help="formats for the largest-array search; ':lut' builds multipliers from LUTs "
                          "(iCE40 only)")
-    ap.add_argument("--mxu85k-stages", type=int, default=4)
+    ap.add_argument("--mxu85k-stages", type=int, default=7)
     ap.add_argument("--pnr-timeout", type=float, default=2400.0, help="seconds per nextpnr run")
     ap.add_argument("--max-confirm", type=int, default=3)
     ap.add_argument("--largest-bf16-stages", type=int, default=2,
