@@ -91,6 +91,9 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--memory-kib", type=int, default=64, choices=(32, 64, 128, 256),
                     help="emulated memory in KiB, all in block RAM (default 64)")
     bl.add_argument("--baud", type=_baud, default=115_200, help="UART bit/s (default 115200)")
+    bl.add_argument("--clk-mhz", type=float, default=12.5, metavar="MHZ",
+                    help="design clock made by the ECP5 PLL from the 25 MHz oscillator (default 12.5: the "
+                         "engine's write-back address path does not reach 25 MHz; 25 uses the pin directly)")
     bl.add_argument("--seed", type=_seed, default=1, help="nextpnr placement seed (default 1)")
     bl.add_argument("--json", action="store_true", help="print the report as JSON")
     bl.add_argument("-o", "--out", required=True, type=_out_dir, help="output folder (board.bit, board.json, logs)")
@@ -198,13 +201,16 @@ def _cmd_build(args) -> int:
     try:
         mxu = MXUConfig(rows=args.rows or 2, cols=args.cols or 2, fmt=args.fmt or "bf16",
                         subnormals=args.subnormals or "ftz", stages=args.stages or 2)
-        config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib), baud=args.baud)
+        if not 1 <= args.clk_mhz <= 200:
+            raise ValueError(f"--clk-mhz must be 1..200 MHz; got {args.clk_mhz:g}")
+        config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib), baud=args.baud,
+                             clk_hz=round(args.clk_mhz * 1e6))
     except ValueError as e:
         raise UsageError(str(e)) from None
     say = (lambda s: print(f"mxu board build: {s}", file=sys.stderr)) if _progress_enabled() else None
     try:
         report = build_bitstream(config, args.board, args.out, seed=args.seed, progress=say)
-    except synth.DoesNotFit as e:
+    except (synth.DoesNotFit, ValueError) as e:
         raise UsageError(str(e)) from None
     except synth.SynthError as e:
         raise RuntimeError(str(e)) from None
@@ -214,7 +220,8 @@ def _cmd_build(args) -> int:
     u = report["utilization"]
     lines = [f"mxu board build: {report['board']} ({report['part']}), engine {mxu.rows}x{mxu.cols} {mxu.fmt} "
              f"{mxu.subnormals} stages={mxu.stages}, {report['memory_bytes'] // 1024} KiB block-RAM memory, "
-             f"UART {report['baud']} baud",
+             f"UART {report['baud']} baud, design clock {report['clk_mhz']:g} MHz"
+             + (" (PLL from 25 MHz)" if report["pll"] else ""),
              f"  {'resource':<24} {'used':>8} {'available':>10} {'%':>7}"]
     for key, row in u.items():
         lines.append(f"  {row.get('label', key):<24} {row['used']:>8} {row['available'] or '':>10} "

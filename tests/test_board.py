@@ -247,3 +247,30 @@ def test_mxu_board_matmul_bad_port(tmp_path):
                "--port", str(tmp_path / "no-such-tty")])
     assert rc == 2
     assert not (tmp_path / "c.npy").exists()
+
+
+def test_mxu_board_build_refuses_a_clock_the_pll_cannot_make(tmp_path):
+    """13.3 MHz from the 25 MHz oscillator: exit 2 in about a second (before any Verilog or Yosys),
+    one line naming the nearest clock, no output folder left behind."""
+    from sim.cli import main
+    out = tmp_path / "out"
+    rc = main(["board", "build", "--clk-mhz", "13.3", "-o", str(out)])
+    assert rc == 2
+    assert not out.exists()
+
+
+@pytest.mark.soak
+def test_mxu_board_build_bitstream(tmp_path):
+    """The whole bitstream flow for the default board top (ULX3S 85F, 12.5 MHz from the PLL): Yosys,
+    nextpnr-ecp5, ecppack; board.bit written, report fields present, one MULT18X18D per PE at least,
+    the design clock met. About 20 minutes on this machine: soak only."""
+    import subprocess
+    out = tmp_path / "board"
+    p = subprocess.run(MXU + ["board", "build", "-o", str(out), "--json"], capture_output=True, text=True,
+                       timeout=7200)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert (out / "board.bit").stat().st_size == rep["bitstream_bytes"] > 100_000
+    assert rep["pll"] is True and rep["clk_mhz"] == 12.5
+    assert rep["cells"]["dsp"] >= 4 and rep["utilization"]["bram"]["used"] >= 32
+    assert [f["met"] for f in rep["fmax"]] == [True]
