@@ -432,11 +432,13 @@ class GEMMEngine(wiring.Component):
                                Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
             # n-blocks of this block's groups: the fewest whose rows cover DEP_BEATS (a long block
             # needs fewer than G, so its last group's write-back is shorter), at most G
+            # (mb * j < DEP_BEATS is mb < ceil(DEP_BEATS / j): constants, no multiplier per j; the
+            # products cost a MULT18X18D each on ECP5 and sat on the write-back's critical path)
             mb_s = s["mb"]
             need = Const(1, range(ACCD + 1))
             for j in range(1, 8):
-                need = need + (mb_s * j < DEP_BEATS)
-            gb = Mux(mb_s * 8 < DEP_BEATS, G, min_(need, G))
+                need = need + (mb_s < -(-DEP_BEATS // j))
+            gb = Mux(mb_s < -(-DEP_BEATS // 8), G, min_(need, G))
             m.d.comb += [s["mb"].eq(mb_v),
                          s["gc"].eq(Mux(rem_n < gb, rem_n, gb))]
             s["last_group"] = s["nb0"] + s["gc"] >= NB
@@ -945,8 +947,6 @@ class GEMMEngine(wiring.Component):
         x_bank = Signal()
         x_addr = Signal(range(ACCD + 1))  # g * Mb + i of the piece's entry
         x_q = Signal(range(8 * C // BB + 2))
-        with m.If(go):
-            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0)]
         xs, xe = wb_geom(wd)
         PB = Mux(out_bf16, min(C * 2, BB), min(C * 4, BB))     # piece bytes
         PPE = Mux(out_bf16, max(1, C * 2 // BB), max(1, C * 4 // BB))  # pieces per entry
@@ -957,11 +957,20 @@ class GEMMEngine(wiring.Component):
         # a row may be written once its last entry got its final value: during the group's last
         # k-block pass, entry (g, i) is output number (KB*Gc - 1)*Mb + i + 1 - (Gc - 1 - g)*Mb; the
         # row's last entry (g = Gc - 1) is output (KB*Gc - 1)*Mb + i + 1.
+        # The group's base (KB*Gc - 1)*Mb only changes when the group does: it is computed in two
+        # registered steps (the products were the board top's critical path: 104 logic levels on
+        # ECP5), and x_settle holds the write-back for those two cycles after every group change.
+        x_gc_mb = Signal(D + 12)
+        x_fbase = Signal(D + 12)
+        x_settle = Signal(2, init=3)
+        m.d.sync += [x_gc_mb.eq(KB * wd["gc"]), x_fbase.eq((x_gc_mb - 1) * wd["mb"])]
+        with m.If(x_settle != 0):
+            m.d.sync += x_settle.eq(x_settle - 1)
         x_final = Signal(D + 12)
-        m.d.comb += x_final.eq((KB * wd["gc"] - 1) * wd["mb"] + x_i + 1)
+        m.d.comb += x_final.eq(x_fbase + x_i + 1)
         x_w = Mux(x_bank, wcount[1], wcount[0])
         x_row_ready = (x_state == ACC_DONE) | ((x_state == ACC_READY) & (x_w >= x_final))
-        m.d.comb += x_go.eq(run & ~wd["fin"] & x_row_ready & (wdfifo.level <= WFD - 3))
+        m.d.comb += x_go.eq(run & ~wd["fin"] & x_row_ready & (wdfifo.level <= WFD - 3) & (x_settle == 0))
         # the first piece of a row starts at byte xs: x_off holds it when x_i's row begins
         cur_off = x_off
         x_last_piece = cur_off + PB >= xe
@@ -987,7 +996,7 @@ class GEMMEngine(wiring.Component):
                 with m.If(x_i + 1 != wd["mb"]):
                     m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs)]
                 with m.Else():
-                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), *next_group(wd)]
+                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), *next_group(wd), x_settle.eq(3)]
                     nxt_nb0 = Mux(wd["last_group"], 0, wd["nb0"] + wd["gc"])
                     m.d.sync += x_off.eq((nxt_nb0 << lgC) * ob_out)
             with m.Else():
@@ -996,6 +1005,8 @@ class GEMMEngine(wiring.Component):
                     m.d.sync += [x_q.eq(0), x_addr.eq(x_addr + wd["mb"])]
                 with m.Else():
                     m.d.sync += x_q.eq(x_q + 1)
+        with m.If(go):
+            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(3)]
         with m.If(go):
             m.d.sync += x_off.eq(0)
         # convert + select the piece
