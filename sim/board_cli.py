@@ -90,6 +90,8 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--stages", type=_stages, default=None, help="PE stages 1..7 (default 2)")
     bl.add_argument("--memory-kib", type=int, default=64, choices=(32, 64, 128, 256),
                     help="emulated memory in KiB, all in block RAM (default 64)")
+    bl.add_argument("--pseudo-channels", type=int, choices=(1, 2), default=2,
+                    help="HBM pseudo-channels (controllers + block-RAM memories) of the board top (default 2)")
     bl.add_argument("--baud", type=_baud, default=115_200, help="UART bit/s (default 115200)")
     bl.add_argument("--clk-mhz", type=float, default=12.5, metavar="MHZ",
                     help="design clock made by the ECP5 PLL from the 25 MHz oscillator (default 12.5: the "
@@ -203,7 +205,8 @@ def _cmd_build(args) -> int:
                         subnormals=args.subnormals or "ftz", stages=args.stages or 2)
         if not 1 <= args.clk_mhz <= 200:
             raise ValueError(f"--clk-mhz must be 1..200 MHz; got {args.clk_mhz:g}")
-        config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib), baud=args.baud,
+        config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib,
+                                                        pseudo_channels=args.pseudo_channels), baud=args.baud,
                              clk_hz=round(args.clk_mhz * 1e6))
     except ValueError as e:
         raise UsageError(str(e)) from None
