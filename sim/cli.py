@@ -88,7 +88,10 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--preset", default=None, metavar="NAME",
                    help="named configuration: " + ", ".join(_preset_names()))
     g.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
-                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages")
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+    g.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
+                   help="MXU without out__ready: the consumer takes every beat, the array never stalls and "
+                        "has no clock enable (faster on FPGAs)")
     g.add_argument("--name", default=None, help="Verilog top module name (default: mxu or mac)")
     g.add_argument("-o", "--out", required=True, type=_out_dir,
                    help="output folder (created; both files appear together or not at all)")
@@ -106,7 +109,7 @@ def _preset_names() -> list[str]:
     return sorted(PRESETS)
 
 
-_CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages")
+_CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages", "backpressure")
 
 
 def _generate_params(args, blocks: tuple[str, ...] = ("mxu", "mac")) -> dict:
@@ -233,9 +236,10 @@ def _cmd_generate(args) -> int:
     t0 = time.perf_counter()
     try:
         if block == "mac":
-            for key in ("rows", "cols"):
+            for key in ("rows", "cols", "backpressure"):
                 if key in params:
-                    raise UsageError(f"{key} does not apply to block mac (from --{key}, --preset or --config)")
+                    raise UsageError(f"{key} does not apply to block mac (from "
+                                     f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")
             cfg = MACConfig(**{"stages": 2, **params})
         else:
             cfg = MXUConfig(**params)
@@ -736,7 +740,10 @@ def _add_synth_parser(sub) -> None:
     s.add_argument("--preset", default=None, metavar="NAME",
                    help="named configuration: " + ", ".join(_preset_names()))
     s.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
-                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages")
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+    s.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
+                   help="MXU without out__ready (no clock enable to every register: the 8x8 bf16 array's "
+                        "critical path with it; see README)")
     s.add_argument("--freq", type=_freq_mhz, default=None, metavar="MHZ",
                    help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
                         "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")
@@ -779,9 +786,10 @@ def _cmd_synth(args) -> int:
     _check_out_dir(args.out, files)
     try:
         if block in ("mac", "pe"):
-            for key in ("rows", "cols"):
+            for key in ("rows", "cols", "backpressure"):
                 if key in params:
-                    raise UsageError(f"{key} does not apply to block {block} (from --{key}, --preset or --config)")
+                    raise UsageError(f"{key} does not apply to block {block} (from "
+                                     f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")
             cfg = (MACConfig if block == "mac" else PEConfig)(**{"stages": 2, **params})
         else:
             cfg = MXUConfig(**params)

@@ -37,7 +37,7 @@ def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000, garbage_cycles=0):
                 ctx.set(Value.cast(dut.wgt.payload), int(junk.integers(0, 2**31)))
                 ctx.set(dut.act.valid, 1)
                 ctx.set(Value.cast(dut.act.payload), int(junk.integers(0, 2**62)) | (1 << drv.swap_bit))
-                ctx.set(dut.out.ready, int(junk.integers(0, 2)))
+                ctx.set(dut.out.ready, int(junk.integers(0, 2)) if cfg.backpressure else 0)
                 await ctx.tick()
             ctx.set(reset, 1)
             await ctx.tick()
@@ -50,7 +50,7 @@ def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000, garbage_cycles=0):
             ctx.set(Value.cast(dut.wgt.payload), d.wgt_payload)
             ctx.set(dut.act.valid, d.act_valid)
             ctx.set(Value.cast(dut.act.payload), d.act_payload)
-            ctx.set(dut.out.ready, d.out_ready)
+            ctx.set(dut.out.ready, d.out_ready if cfg.backpressure else 0)   # ignored without back-pressure
             drv.observe(cycle, ctx.get(dut.wgt.ready), ctx.get(dut.act.ready), ctx.get(dut.out.valid),
                         ctx.get(Value.cast(dut.out.payload)))
             await ctx.tick()
@@ -89,6 +89,20 @@ def test_model_equals_rtl(rows, cols, fmt, subnormals, stages, tiles, seed):
     assert drv.output_cycles == sched.output_cycles
     assert drv.act_cycles == sched.act_cycles()
     assert drv.wgt_cycles == sched.weight_cycles(rows)
+
+
+@pytest.mark.parametrize("rows,cols,fmt,subnormals,stages,tiles", [CASES[2], CASES[8], CASES[9]])
+def test_without_backpressure_same_results_and_cycles(rows, cols, fmt, subnormals, stages, tiles, seed):
+    """backpressure=False (no clock enable, out.ready ignored): with a consumer that takes every
+    beat, the same bits in the same cycles as the model."""
+    cfg = MXUConfig(rows, cols, fmt, subnormals, stages, backpressure=False)
+    rng = np.random.default_rng(seed)
+    ts = [random_tile(fmt, rows, cols, m, rng, specials=0.05) for m in tiles]
+    drv = simulate(cfg, ts, garbage_cycles=11)
+    assert np.array_equal(drv.results(), np.concatenate([tile_expected(t, fmt, subnormals) for t in ts]))
+    sched = mxu_schedule(rows, cols, stages, tiles)
+    assert drv.output_cycles == sched.output_cycles
+    assert drv.act_cycles == sched.act_cycles() and drv.wgt_cycles == sched.weight_cycles(rows)
 
 
 def test_reset_mid_tile_leaves_nothing_in_flight(seed):
@@ -147,6 +161,7 @@ def test_cycles_against_scalesim():
     ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
     ({"stages": 0}, "stages must be an integer from 1 to 7; got 0"),
     ({"stages": 8}, "stages must be an integer from 1 to 7; got 8"),
+    ({"backpressure": 1}, "backpressure must be True or False; got 1"),
 ])
 def test_config_errors(kwargs, message):
     with pytest.raises(ValueError) as e:

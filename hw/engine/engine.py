@@ -33,8 +33,9 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   ``{a, c, swap}`` to the MXU; a beat of k-block kb >= 1 waits until the output it continues has been
   written back into the accumulator (in steady state it never waits: ``G * Mb`` beats > the array
   latency D = R*L + C - 1).
-* **Collector**: takes every MXU output beat (``out.ready`` is always high, so the array never
-  stalls) into the accumulator.
+* **Collector**: takes every MXU output beat into the accumulator (the MXU is built with
+  ``backpressure=False``: its output stream is always ready, so the array never stalls and has no
+  clock enable).
 * **Write-back** (``mem_c`` write side): when a group's last k-block is done, reads its entries row by
   row, converts to bf16 (RNE, once) when FLAGS.OUT_BF16, and writes each result row segment as AXI
   INCR bursts with WSTRB covering exactly the columns < N (no byte outside D is written).
@@ -55,7 +56,7 @@ order); a SLVERR response sets STATUS.BUS_ERROR (the run still completes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -256,7 +257,11 @@ class GEMMEngine(wiring.Component):
         m = Module()
         m.submodules.csr = csr = CSRBlock(cfg.config_word, cfg.max_k)
         wiring.connect(m, wiring.flipped(self.csr), csr.axil)
-        m.submodules.mxu = mxu = MXU(mc, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
+        # the collector takes every output beat, so the array is built without back-pressure (no
+        # clock enable fanning out to every PE register)
+        m.submodules.mxu = mxu = MXU(replace(mc, backpressure=False), pe_blackbox=self.pe_blackbox,
+                                     row_name=self.row_name)
+        m.d.comb += mxu.out.ready.eq(1)
 
         # ================= descriptor latch and checks =================================
         busy = Signal()
@@ -862,7 +867,6 @@ class GEMMEngine(wiring.Component):
         o_bank = Signal()
         with m.If(go):
             m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0)]
-        m.d.comb += mxu.out.ready.eq(1)
         obeat = mxu.out.valid
         o_group_end = (o_i + 1 == co["mb"]) & (o_g + 1 == co["gc"]) & (o_kb + 1 == KB)
         with m.If(obeat):
