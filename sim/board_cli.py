@@ -110,8 +110,8 @@ def _cmd_matmul(args) -> int:
     import serial
 
     from sim.board_host import BoardError, BoardLink, check_engine, run_gemm
-    from sim.cli import (UsageError, _bits_text, _check_out_file, _initial_c, _load_npy, _operand,
-                         _save_npy_atomic, compare_bits, engine_error, expected_bits)
+    from sim.cli import (UsageError, _check_out_file, _initial_c, _load_npy, _operand, compare_bits,
+                         engine_error, expected_bits, finish_gemm)
     from sim.gemm import GemmJob
     from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
 
@@ -172,25 +172,7 @@ def _cmd_matmul(args) -> int:
     rtl = res["bits"]
     golden = expected_bits(GemmJob(a, b, c, args.out_fmt), fmt, subnormals)
     bad = compare_bits(rtl, golden)
-    if args.out_fmt == "bf16":
-        out = (rtl.astype(np.uint32) << 16).view(np.float32)
-    else:
-        out = rtl.view(np.int32 if fmt == "int8" else np.float32)
-    try:
-        _save_npy_atomic(args.out, out)
-    except OSError as e:
-        raise UsageError(f"--out {args.out}: cannot write: {e.strerror or e}") from None
-    report.update(bitexact=not bad, mismatches=len(bad), output=str(args.out),
-                  wall_s=round(time.perf_counter() - t0, 2))
-    print(json.dumps(report))
-    if bad:
-        for ix in bad[:5]:
-            print(f"mxu: mismatch at C[{ix[0]}, {ix[1]}]: board {_bits_text(int(rtl[ix]), args.out_fmt, fmt)}, "
-                  f"golden {_bits_text(int(golden[ix]), args.out_fmt, fmt)}", file=sys.stderr)
-        print(f"mxu: {len(bad)} of {golden.size} results differ from the golden model; {args.out} holds the "
-              "board's results", file=sys.stderr)
-        return 1
-    return 0
+    return finish_gemm(args.out, args.out_fmt, fmt, report, rtl, golden, bad, t0, source="board")
 
 
 def _cmd_build(args) -> int:

@@ -592,7 +592,7 @@ def _engine_params(args) -> dict:
     if args.preset is not None:
         if args.preset not in PRESETS:
             raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
-        params.update(dataclasses.asdict(PRESETS[args.preset]))
+        params.update({k: v for k, v in dataclasses.asdict(PRESETS[args.preset]).items() if k != "backpressure"})
         for key in ("rows", "cols"):
             if params[key] not in ENGINE_SIZES and getattr(args, key) is None:
                 raise UsageError(f"--preset {args.preset}: {key} = {params[key]} is not a power of two the "
@@ -677,23 +677,34 @@ def _cmd_matmul(args) -> int:
         print(f"mxu: failed: the engine returned a {rtl.shape} result for a {golden.shape} GEMM; nothing written",
               file=sys.stderr)
         return 1
-    if args.out_fmt == "bf16":
+    return finish_gemm(args.out, args.out_fmt, fmt, report, rtl, golden, bad, t0, source="rtl")
+
+
+def finish_gemm(out_path: Path, out_fmt: str, fmt: str, report: dict, rtl, golden, bad, t0: float, *,
+                source: str) -> int:
+    """Write C.npy from the result bits ``rtl`` (atomically), complete and print ``report`` (one JSON
+    line), and report mismatches against ``golden`` on stderr; returns the exit status (0 or 1).
+    ``source`` names where the results came from in the messages ("rtl", "board")."""
+    import numpy as np
+
+    if out_fmt == "bf16":
         out = (rtl.astype(np.uint32) << 16).view(np.float32)
     else:
         out = rtl.view(np.int32 if fmt == "int8" else np.float32)
     try:
-        _save_npy_atomic(args.out, out)
+        _save_npy_atomic(out_path, out)
     except OSError as e:
-        raise UsageError(f"--out {args.out}: cannot write: {e.strerror or e}") from None
-    report.update(bitexact=not bad, mismatches=len(bad), output=str(args.out),
+        raise UsageError(f"--out {out_path}: cannot write: {e.strerror or e}") from None
+    report.update(bitexact=not bad, mismatches=len(bad), output=str(out_path),
                   wall_s=round(time.perf_counter() - t0, 2))
     print(json.dumps(report))
     if bad:
         for ix in bad[:5]:
-            print(f"mxu: mismatch at C[{ix[0]}, {ix[1]}]: rtl {_bits_text(int(rtl[ix]), args.out_fmt, fmt)}, "
-                  f"golden {_bits_text(int(golden[ix]), args.out_fmt, fmt)}", file=sys.stderr)
-        print(f"mxu: {len(bad)} of {golden.size} results differ from the golden model; {args.out} holds the "
-              "RTL's results", file=sys.stderr)
+            print(f"mxu: mismatch at C[{ix[0]}, {ix[1]}]: {source} {_bits_text(int(rtl[ix]), out_fmt, fmt)}, "
+                  f"golden {_bits_text(int(golden[ix]), out_fmt, fmt)}", file=sys.stderr)
+        whose = "RTL's" if source == "rtl" else f"{source}'s"
+        print(f"mxu: {len(bad)} of {golden.size} results differ from the golden model; {out_path} holds the "
+              f"{whose} results", file=sys.stderr)
         return 1
     return 0
 

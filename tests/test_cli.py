@@ -31,7 +31,8 @@ def test_generate_mxu_files_and_manifest(tmp_path):
     r = run(["generate", "--rows", "3", "--cols", "2", "--fmt", "int8", "--stages", "1", "-o", "out"], tmp_path)
     assert r.returncode == 0, r.stderr
     info = json.loads((tmp_path / "out" / "mxu.json").read_text())
-    assert info["parameters"] == {"rows": 3, "cols": 2, "fmt": "int8", "subnormals": "ftz", "stages": 1}
+    assert info["parameters"] == {"rows": 3, "cols": 2, "fmt": "int8", "subnormals": "ftz", "stages": 1,
+                                  "backpressure": True}
     assert info["latency_cycles"] == 3 * 1 + 2 - 1
     ports = {p["name"]: p for p in info["ports"]}
     assert ports["act__payload"]["width_bits"] == 3 * 8 + 2 * 32 + 1
@@ -55,7 +56,7 @@ def test_generate_preset_and_toml_override(tmp_path):
     r = run(["generate", "--config", "c.toml", "--cols", "3", "-o", "x"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["parameters"] == {"rows": 2, "cols": 3, "fmt": "fp8_e4m3fn", "subnormals": "ftz",
-                                                  "stages": 2}
+                                                  "stages": 2, "backpressure": True}
     r = run(["generate", "--preset", "tpu-v1-int8-8x8", "-o", "y"], tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["parameters"]["fmt"] == "int8"
 
@@ -98,3 +99,19 @@ def test_no_partial_output_when_a_target_is_a_folder(tmp_path):
     r = run(["generate", "--rows", "2", "--cols", "2", "-o", "o"], tmp_path)
     assert r.returncode == 2 and "mxu.json exists there and is a folder" in r.stderr
     assert not (tmp_path / "o" / "mxu.v").exists()
+
+
+def test_generate_without_backpressure(tmp_path):
+    """--no-backpressure: the manifest says so and out__ready is documented as ignored; the option is
+    refused for a MAC (exit 2, one line)."""
+    r = run(["generate", "--rows", "2", "--cols", "2", "--no-backpressure", "-o", "nb"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = json.loads((tmp_path / "nb" / "mxu.json").read_text())
+    assert info["parameters"]["backpressure"] is False
+    ready = [p for p in info["ports"] if p["name"] == "out__ready"]
+    assert ready and ready[0]["meaning"].startswith("ignored")
+    r = run(["generate", "--block", "mac", "--no-backpressure", "-o", "m"], tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("mxu: error: backpressure does not apply to block mac (from --no-backpressure, "
+                                "--preset or --config)")
+    assert not (tmp_path / "m").exists()

@@ -145,7 +145,8 @@ def test_synth_only_mxu_dsp_count(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["cells"]["block"]["dsp"] == 6 and rep["placed"] is False and rep["fmax"] == []
-    assert rep["block"] == {"block": "mxu", "rows": 2, "cols": 3, "fmt": "int8", "subnormals": "ftz", "stages": 1}
+    assert rep["block"] == {"block": "mxu", "rows": 2, "cols": 3, "fmt": "int8", "subnormals": "ftz", "stages": 1,
+                            "backpressure": True}
     assert not (tmp_path / "o" / "nextpnr.log").exists() and (tmp_path / "o" / "synth.json").is_file()
 
 
