@@ -127,10 +127,11 @@ class Results:
         self.path.write_text(json.dumps(self.data, indent=2) + "\n")
 
 
-def section_stages(res: Results, targets):
-    recs = []
+def section_stages(res: Results, targets, fmts=("bf16", "int8")):
+    recs = [r for r in res.data.get("stages", [])
+            if not (r["target"] in targets and r["params"]["fmt"] in fmts)]   # keep the others' records
     for target in targets:
-        for fmt in ("bf16", "int8"):
+        for fmt in fmts:
             for stages in range(0, MAX_STAGES + 1):
                 recs.append(flow(f"stages_{target}_mac_{fmt}_{stages}", "mac", MACConfig(fmt, "ftz", stages), target))
                 res.data["stages"] = recs
@@ -292,6 +293,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="stages,up5k,largest,mxu85k", help="comma list of sections")
     ap.add_argument("--stage-targets", default="ecp5-25k,ecp5-85k")
+    ap.add_argument("--stage-fmts", default="bf16,int8", help="formats of the stages section")
     ap.add_argument("--largest-targets", default="ice40-up5k,ecp5-25k,ecp5-85k")
     ap.add_argument("--largest-fmts", default="bf16,int8,int8:lut",
                     help="formats for the largest-array search; ':lut' builds multipliers from LUTs "
@@ -308,7 +310,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for section in args.only.split(","):
         if section == "stages":
-            section_stages(res, args.stage_targets.split(","))
+            section_stages(res, args.stage_targets.split(","), tuple(args.stage_fmts.split(",")))
         elif section == "plot":
             plot_stages(res.data["stages"])
         elif section == "up5k":
