@@ -5,7 +5,7 @@ Writes ``bench/results/synth_scale.json`` (updated after every run, so an interr
 what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, comma list):
 
 ``stages``
-    bf16 and int8 MAC (stages 0..7) and PE (stages 1..7) on ecp5-25k and ecp5-85k at 100 MHz
+    bf16 and int8 MAC (stages 0..8) and PE (stages 1..8) on ecp5-25k and ecp5-85k at 100 MHz
     requested: block LUT4 / CCU2C / FF / DSP (Yosys) and achieved Fmax (nextpnr), plus the plot.
 ``mxu85k``
     8x8 bf16 MXU on ecp5-85k, requested 100 MHz, stages ``--mxu85k-stages`` (default 7, the

@@ -39,7 +39,7 @@ class BoardInfo:
 def decode_config(word: int) -> dict:
     """The engine's CONFIG register as ``rows, cols, fmt, subnormals, stages``."""
     return {"rows": word & 0xFFF, "cols": (word >> 12) & 0xFFF, "fmt": FMT_NAMES[(word >> 24) & 3],
-            "subnormals": "ieee" if (word >> 26) & 1 else "ftz", "stages": (word >> 28) & 7}
+            "subnormals": "ieee" if (word >> 26) & 1 else "ftz", "stages": (word >> 28) & 0xF}
 
 
 class BoardLink:

@@ -159,8 +159,8 @@ def test_cycles_against_scalesim():
     ({"rows": 2.5}, "rows must be an integer >= 1; got 2.5"),
     ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'"),
     ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
-    ({"stages": 0}, "stages must be an integer from 1 to 7; got 0"),
-    ({"stages": 8}, "stages must be an integer from 1 to 7; got 8"),
+    ({"stages": 0}, "stages must be an integer from 1 to 8; got 0"),
+    ({"stages": 9}, "stages must be an integer from 1 to 8; got 9"),
     ({"backpressure": 1}, "backpressure must be True or False; got 1"),
 ])
 def test_config_errors(kwargs, message):

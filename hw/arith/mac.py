@@ -24,14 +24,16 @@ from .pipeline import Cuts
 __all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES", "mac_datapath"]
 
 #: Largest supported number of pipeline register stages in the MAC.
-MAX_STAGES = 7
+MAX_STAGES = 8
 
 #: Where the register stages go for each ``stages`` value (float formats). Cut points, in datapath
-#: order: "mul" (after operand decode and the 8 x 8 multiply: the DSP output register), "exp" (after
-#: the two exponent differences), "align" (after the exponent compare and the alignment shift), "add"
-#: (after the add/subtract and absolute value), "norm" (after the normalization shift), "round" (after
-#: the rounding increment), "out" (after packing). 0-4 stages are the original set; 5-7 split the
-#: adder further for clock rates above ~75 MHz on ECP5 (``bench/synth_scale.py``).
+#: order: "in" (the operands, before the multiplier: on ECP5 the MULT18X18D then starts from
+#: registers, not from the PE's weight-select mux), "mul" (after operand decode and the 8 x 8
+#: multiply: the DSP output register), "exp" (after the two exponent differences), "align" (after
+#: the exponent compare and the alignment shift), "add" (after the add/subtract and absolute value),
+#: "norm" (after the normalization shift), "round" (after the rounding increment), "out" (after
+#: packing). 0-4 stages are the original set; 5-8 split the datapath further for clock rates above
+#: ~75 MHz on ECP5 (``bench/synth_scale.py``).
 FLOAT_CUTS_BY_STAGES = {
     0: (),
     1: ("align",),
@@ -41,6 +43,7 @@ FLOAT_CUTS_BY_STAGES = {
     5: ("mul", "align", "add", "norm", "out"),
     6: ("mul", "exp", "align", "add", "norm", "out"),
     7: ("mul", "exp", "align", "add", "norm", "round", "out"),
+    8: ("in", "mul", "exp", "align", "add", "norm", "round", "out"),
 }
 #: int8: "mul" (after the multiply), "out" (after the 32-bit add); beyond 2 stages the extra
 #: registers are output delay stages so the latency still equals ``stages``.
@@ -54,7 +57,7 @@ class MACConfig:
     Attributes:
         fmt: input format, one of "bf16", "fp8_e4m3fn", "fp8_e5m2", "int8" (default "bf16").
         subnormals: "ftz" (default) or "ieee"; ignored (kept as given) for int8.
-        stages: pipeline register stages, 0..7 (default 0 = combinational); latency = stages cycles.
+        stages: pipeline register stages, 0..8 (default 0 = combinational); latency = stages cycles.
 
     Raises:
         ValueError: on any value outside those sets, with the parameter name and allowed values.
@@ -118,6 +121,9 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
                 valid = v
             result = r
         return result, valid
+    if "in" in cfg.cuts:
+        r = cuts.cut("in", a=Value.cast(a), b=Value.cast(b), c=Value.cast(c), valid=valid)
+        a, b, c, valid = BF16(r["a"]), BF16(r["b"]), r["c"], r["valid"]
     product = bf16_multiply(m, a, b, Subnormals(cfg.subnormals))
     s = cuts.cut("mul", product=product.as_value(), c=Value.cast(c), valid=valid)
     return fp32_accumulate(m, FP32(s["c"]), Product(s["product"]), s["valid"], Subnormals(cfg.subnormals), cuts)

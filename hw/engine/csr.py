@@ -34,7 +34,7 @@ class Reg:
 REGISTERS: tuple[Reg, ...] = (
     Reg("ID", 0x00, "RO", ENGINE_ID, "0x4D585531 (\"MXU1\")"),
     Reg("CONFIG", 0x04, "RO", 0, "[11:0] rows R, [23:12] cols C, [25:24] fmt (0 bf16, 1 fp8_e4m3fn, "
-        "2 fp8_e5m2, 3 int8), [26] subnormals (0 ftz, 1 ieee), [30:28] PE stages L (the reset value is "
+        "2 fp8_e5m2, 3 int8), [26] subnormals (0 ftz, 1 ieee), [31:28] PE stages L (the reset value is "
         "this configuration)"),
     Reg("CTRL", 0x08, "W1S", 0, "[0] START: write 1 to start the GEMM described by the registers "
         "below (ignored while busy); [1] IRQ_EN (read/write): drive `irq` while DONE is set"),
