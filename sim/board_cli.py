@@ -56,11 +56,12 @@ raw patterns, int8 arrays for int8; --c float32 / int32). Output C.npy as `mxu m
 
 JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, port, baud, memory_bytes,
 memory_bytes_used, cycles (the engine's CYCLES register), predicted_cycles, ideal_cycles,
-scalesim_cycles, utilization, status, engine_error, bitexact, mismatches, bytes_sent,
-bytes_received, link_s (wall time of the serial traffic), wall_s, output.
+scalesim_cycles, utilization, status, engine_error, bitexact, mismatches, clobbered_bytes
+(bytes of D's rows past column N the engine changed: 0), bytes_sent, bytes_received, link_s (wall
+time of the serial traffic), wall_s, output.
 
-Exit status: 0 bit-exact; 1 a mismatch (C.npy holds the board's results), an engine error, or a
-board that does not answer as the protocol says; 2 bad input (one line on stderr, nothing written):
+Exit status: 0 bit-exact; 1 a mismatch (C.npy holds the board's results), an engine error, a byte
+written outside the result, or a board that does not answer as the protocol says; 2 bad input (one line on stderr, nothing written):
 a missing file, a wrong dtype, K that differs, a port that cannot be opened, a GEMM whose matrices
 do not fit the board's memory or whose K exceeds its MAX_K.""")
     m.add_argument("a", type=_npy_path, metavar="A.npy", help="left operand, M x K")
@@ -78,9 +79,10 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
 
     bl = bsub.add_parser("build", help="build the board top's bitstream for a ULX3S (Yosys, nextpnr-ecp5, ecppack)",
                          description="Generate the board top, synthesize it with Yosys, place and route it with "
-                                     "nextpnr-ecp5 on the ULX3S pins (constraints/ulx3s_board.lpf) at the 25 MHz "
-                                     "board clock and pack board.bit with yowasp-ecppack. Prints the utilization, "
-                                     "the achieved Fmax against 25 MHz, and writes board.json. Exit status 2 for bad "
+                                     "nextpnr-ecp5 on the ULX3S pins (constraints/ulx3s_board.lpf), the design clock "
+                                     "made from the 25 MHz oscillator by the ECP5 PLL (--clk-mhz), and pack board.bit "
+                                     "with yowasp-ecppack. Prints the utilization and the achieved Fmax against the "
+                                     "design clock, and writes board.json. Exit status 2 for bad "
                                      "input or a design that does not fit, 1 when a tool fails.")
     bl.add_argument("--board", choices=list(BOARD_TARGETS), default="ulx3s-85f", help="board (default ulx3s-85f)")
     bl.add_argument("--rows", type=int, choices=(1, 2, 4, 8), default=None, help="MXU rows (default 2)")
@@ -106,7 +108,6 @@ def cmd_board(args) -> int:
 
 
 def _cmd_matmul(args) -> int:
-    import numpy as np
     import serial
 
     from sim.board_host import BoardError, BoardLink, check_engine, run_gemm
@@ -164,6 +165,13 @@ def _cmd_matmul(args) -> int:
         "bytes_sent": res["bytes_sent"], "bytes_received": res["bytes_received"], "link_s": round(link_s, 2),
         "wall_s": None, "output": None,
     }
+    report["clobbered_bytes"] = res["clobbered_bytes"]
+    if res["clobbered_bytes"]:
+        report["wall_s"] = round(time.perf_counter() - t0, 2)
+        print(json.dumps(report))
+        print(f"mxu: failed: the engine wrote {res['clobbered_bytes']} bytes of D's rows outside the "
+              f"result (past column N); nothing written", file=sys.stderr)
+        return 1
     if report["engine_error"]:
         report["wall_s"] = round(time.perf_counter() - t0, 2)
         print(json.dumps(report))

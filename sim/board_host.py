@@ -152,7 +152,8 @@ def run_gemm(link: BoardLink, a: np.ndarray, b: np.ndarray, c: np.ndarray | None
 
     Returns:
         ``bits`` (M x N uint32, or uint16 for bf16 output), ``cycles`` (the engine's CYCLES register),
-        ``status`` (STATUS), ``bytes_sent``/``bytes_received`` and ``memory_bytes_used``.
+        ``status`` (STATUS), ``bytes_sent``/``bytes_received``, ``memory_bytes_used`` and
+        ``clobbered_bytes`` (bytes of D's rows past column N that no longer hold ``FILL``: must be 0).
 
     Raises:
         ValueError: the GEMM's matrices do not fit the board's memory (the message gives both sizes).
@@ -185,10 +186,13 @@ def run_gemm(link: BoardLink, a: np.ndarray, b: np.ndarray, c: np.ndarray | None
             raise BoardError(f"the engine did not finish in {timeout_s} s (STATUS 0x{status:x})")
     cycles = link.read_reg(REG["CYCLES"].offset)
     raw = link.read_mem(lay.d_base, m * lay.d_stride)
-    rows = np.frombuffer(raw, dtype=np.uint8).reshape(m, lay.d_stride)[:, :n * out_bytes]
-    bits = np.ascontiguousarray(rows).view(np.uint16 if out == "bf16" else np.uint32).reshape(m, n)
+    rows = np.frombuffer(raw, dtype=np.uint8).reshape(m, lay.d_stride)
+    bits = np.ascontiguousarray(rows[:, :n * out_bytes]).view(np.uint16 if out == "bf16" else np.uint32).reshape(m, n)
+    # D's region was filled with FILL before START: a byte of a row's padding that changed was written
+    # by the engine outside the result (its WSTRB must cover exactly the columns < N)
+    clobbered = int(np.count_nonzero(rows[:, n * out_bytes:] != FILL))
     return {"bits": bits, "cycles": cycles, "status": status, "bytes_sent": link.bytes_sent,
-            "bytes_received": link.bytes_received, "memory_bytes_used": lay.end}
+            "bytes_received": link.bytes_received, "memory_bytes_used": lay.end, "clobbered_bytes": clobbered}
 
 
 def check_engine(link: BoardLink) -> dict:

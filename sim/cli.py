@@ -609,7 +609,6 @@ def _engine_params(args) -> dict:
 
 
 def _cmd_matmul(args) -> int:
-    import numpy as np
 
     from sim import toolchain
 

@@ -338,9 +338,9 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
     Writes ``netlist`` (JSON for nextpnr) when given. ``dsp=False`` builds multipliers from LUTs
     (no SB_MAC16 / MULT18X18D). ECP5: by default (``widelut=False``) ``synth_ecp5 -nowidelut`` maps
     to LUT4s only; ``widelut=True`` lets ABC also use the PFUMX / L6MUX21 slice multiplexers (5- to
-    7-input functions), which here cost more LUT4s for the same Fmax (bf16 MAC, 2 stages: 846 vs 564
-    LUT4, 40.2 vs 39.3 MHz; 7 stages: 581-775 vs 586 LUT4, 112.7 vs 111.5 MHz on the 85k) and
-    varied by up to 200 LUT4 between two runs of the same design. With ``early_check``, a first Yosys run stops after DSP and
+    7-input functions), which here cost far more LUT4s for a few percent of Fmax (bf16 MAC out of
+    context on the 85k, ``mxu synth --block mac``: 2 stages 1,009 vs 580 LUT4 at 43.6 vs 41.6 MHz;
+    7 stages 775 vs 586 LUT4 at 112.7 vs 111.5 MHz). With ``early_check``, a first Yosys run stops after DSP and
     block-RAM mapping (``-run begin:map_ffram``, a few seconds) and its cell counts go to
     ``early_check``, which raises to stop (e.g. :class:`DoesNotFit` when the design needs 256 DSPs
     and the part has 8) before the long LUT mapping; the full synthesis then runs from the Verilog

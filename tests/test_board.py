@@ -19,7 +19,7 @@ from amaranth.sim import Simulator
 
 from hw.board import BoardConfig, UARTReceiver, UARTTransmitter, board_engine_config, info_bytes, uart_divisor
 from hw.mxu import MXUConfig
-from verif.golden import matmul, to_format
+from verif.golden import matmul
 
 from tests.test_cli_matmul import random_acc, random_operand
 
@@ -220,7 +220,7 @@ def test_mxu_board_matmul_against_the_simulated_board(simulator, seed, tmp_path)
         print({k: rep[k] for k in ("m", "k", "n", "cycles", "bytes_sent", "bytes_received", "link_s")})
         assert rep["bitexact"] is True and rep["mismatches"] == 0
         assert (rep["rows"], rep["cols"], rep["fmt"], rep["subnormals"]) == (2, 2, "bf16", "ftz")
-        assert rep["memory_bytes"] == 65536 and rep["cycles"] > 0
+        assert rep["memory_bytes"] == 65536 and rep["cycles"] > 0 and rep["clobbered_bytes"] == 0
         gold = matmul(a, b, c)
         got = np.load(outp)
         if out == "bf16":

@@ -143,20 +143,29 @@ class UARTBridge(wiring.Component):
                         m.next = "DECODE"
             with m.State("DECODE"):
                 m.d.sync += [addr.eq(hdr[:32]), beats.eq(hdr[32:48]), bleft.eq(BEAT_BYTES)]
+                no_beats = hdr[32:48] == 0               # a W or R of 0 beats only answers its status
                 with m.Switch(cmd):
                     with m.Case(CMD["WRITE_MEM"]):
-                        m.next = "W_CHECK"
+                        m.next = "W_DATA"
+                        with m.If(no_beats):
+                            m.next = "STATUS"
                     with m.Case(CMD["READ_MEM"]):
-                        m.next = "R_CHECK"
+                        m.next = "R_ADDR"
+                        with m.If(no_beats):
+                            m.next = "STATUS"
                     with m.Case(CMD["WRITE_REG"]):
                         m.next = "CSR_WRITE"
                     with m.Default():
                         m.next = "CSR_READ_ADDR"
+
+            def track_write(bus):
+                """AW and W are offered until each is taken (they may go in different cycles)."""
+                with m.If(bus.awready):
+                    m.d.sync += a_done.eq(1)
+                with m.If(bus.wready):
+                    m.d.sync += w_done.eq(1)
+
             # ---- memory write: collect a beat, write it, repeat
-            with m.State("W_CHECK"):
-                m.next = "W_DATA"
-                with m.If(beats == 0):
-                    m.next = "STATUS"
             with m.State("W_DATA"):
                 with m.If(rx.valid):
                     m.d.sync += [buf.eq(Cat(buf[8:], byte)), bleft.eq(bleft - 1)]
@@ -164,10 +173,7 @@ class UARTBridge(wiring.Component):
                         m.d.sync += [a_done.eq(0), w_done.eq(0)]
                         m.next = "W_BUS"
             with m.State("W_BUS"):
-                with m.If(mem.awready):
-                    m.d.sync += a_done.eq(1)
-                with m.If(mem.wready):
-                    m.d.sync += w_done.eq(1)
+                track_write(mem)
                 with m.If(mem.bvalid):
                     m.d.sync += [resp.eq(resp | mem.bresp), beats.eq(beats - 1), addr.eq(addr + BEAT_BYTES),
                                  bleft.eq(BEAT_BYTES)]
@@ -176,10 +182,6 @@ class UARTBridge(wiring.Component):
                     with m.Else():
                         m.next = "W_DATA"
             # ---- memory read: read a beat, send it, repeat
-            with m.State("R_CHECK"):
-                m.next = "R_ADDR"
-                with m.If(beats == 0):
-                    m.next = "STATUS"
             with m.State("R_ADDR"):
                 with m.If(mem.arready):
                     m.next = "R_DATA"
@@ -198,10 +200,7 @@ class UARTBridge(wiring.Component):
                             m.next = "R_ADDR"
             # ---- registers
             with m.State("CSR_WRITE"):
-                with m.If(csr.awready):
-                    m.d.sync += a_done.eq(1)
-                with m.If(csr.wready):
-                    m.d.sync += w_done.eq(1)
+                track_write(csr)
                 with m.If(csr.bvalid):
                     m.d.sync += resp.eq(csr.bresp)
                     m.next = "STATUS"

@@ -36,8 +36,6 @@ from .uart import UARTReceiver, UARTTransmitter, uart_divisor
 
 __all__ = ["BoardConfig", "BoardTop", "board_engine_config"]
 
-_BANKS_COLUMNS_BYTES = 16 * 32 * 32   # banks x columns x burst bytes of one row of every bank
-
 
 def board_engine_config(mxu: MXUConfig | None = None, *, memory_kib: int = 64, pseudo_channels: int = 2,
                         queue_depth: int = 4, a_buffer_bytes: int = 4096, m_block: int = 64) -> EngineConfig:
@@ -48,16 +46,18 @@ def board_engine_config(mxu: MXUConfig | None = None, *, memory_kib: int = 64, p
     ``a_buffer_bytes`` per A bank (MAX_K = a_buffer_bytes / operand bytes), ``acc_entries = m_block``.
 
     Raises:
-        ValueError: ``memory_kib`` not a power of two of at least ``16 * pseudo_channels`` (one row
-            per bank), or an engine parameter out of range.
+        ValueError: ``memory_kib`` not a power of two of at least one row per bank (16 KiB per
+            pseudo-channel), or an engine parameter out of range.
     """
     mxu = mxu or MXUConfig(rows=2, cols=2)
     check_int("pseudo_channels", pseudo_channels, 1, 4)
-    check_int("memory_kib", memory_kib, 16 * pseudo_channels, 1 << 16)
-    rows = memory_kib * 1024 // (pseudo_channels * _BANKS_COLUMNS_BYTES)
-    if memory_kib & (memory_kib - 1) or rows < 1:
-        raise ValueError(f"memory_kib must be a power of two >= {16 * pseudo_channels} "
-                         f"(16 KiB per pseudo-channel row); got {memory_kib}")
+    # one row in every bank of every pseudo-channel (the default HBM2 geometry: 16 KiB per channel)
+    unit_kib = HBMConfig(pseudo_channels=pseudo_channels, rows=1).capacity_bytes // 1024
+    check_int("memory_kib", memory_kib, unit_kib, 1 << 16)
+    if memory_kib & (memory_kib - 1):
+        raise ValueError(f"memory_kib must be a power of two >= {unit_kib} "
+                         f"({unit_kib // pseudo_channels} KiB per pseudo-channel row); got {memory_kib}")
+    rows = memory_kib // unit_kib
     hbm = HBMConfig(pseudo_channels=pseudo_channels, rows=rows, queue_depth=queue_depth,
                     address_mapping=ENGINE_ADDRESS_MAPPING)
     return EngineConfig(mxu=mxu, hbm=hbm, m_block=m_block, a_buffer_bytes=a_buffer_bytes, acc_entries=m_block,

@@ -963,10 +963,11 @@ class GEMMEngine(wiring.Component):
         # row's last entry (g = Gc - 1) is output (KB*Gc - 1)*Mb + i + 1.
         # The group's base (KB*Gc - 1)*Mb only changes when the group does: it is computed in two
         # registered steps (the products were the board top's critical path: 104 logic levels on
-        # ECP5), and x_settle holds the write-back for those two cycles after every group change.
+        # ECP5), and x_settle holds the write-back for those two cycles after every group change
+        # (Gc and Mb change at edge E0, x_gc_mb is new after E1, x_fbase after E2).
         x_gc_mb = Signal(D + 12)
         x_fbase = Signal(D + 12)
-        x_settle = Signal(2, init=3)
+        x_settle = Signal(2, init=2)
         m.d.sync += [x_gc_mb.eq(KB * wd["gc"]), x_fbase.eq((x_gc_mb - 1) * wd["mb"])]
         with m.If(x_settle != 0):
             m.d.sync += x_settle.eq(x_settle - 1)
@@ -1000,7 +1001,7 @@ class GEMMEngine(wiring.Component):
                 with m.If(x_i + 1 != wd["mb"]):
                     m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs)]
                 with m.Else():
-                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), *next_group(wd), x_settle.eq(3)]
+                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), *next_group(wd), x_settle.eq(2)]
                     nxt_nb0 = Mux(wd["last_group"], 0, wd["nb0"] + wd["gc"])
                     m.d.sync += x_off.eq((nxt_nb0 << lgC) * ob_out)
             with m.Else():
@@ -1010,9 +1011,7 @@ class GEMMEngine(wiring.Component):
                 with m.Else():
                     m.d.sync += x_q.eq(x_q + 1)
         with m.If(go):
-            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(3)]
-        with m.If(go):
-            m.d.sync += x_off.eq(0)
+            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(2)]
         # convert + select the piece
         entry = Mux(y_bank, acc[1][2].data, acc[0][2].data)
 

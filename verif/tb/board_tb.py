@@ -56,7 +56,7 @@ class _ThreadHost:
         return {"value": self.value, "error": self.error}
 
     def kill(self):
-        pass
+        pass   # a Python thread cannot be stopped; it is a daemon and the failing test ends the run
 
 
 class _ProcessHost:
