@@ -5,7 +5,7 @@ Writes ``bench/results/synth_scale.json`` (updated after every run, so an interr
 what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, comma list):
 
 ``stages``
-    bf16 and int8 MAC (stages 0..8) and PE (stages 1..8) on ecp5-25k and ecp5-85k at 100 MHz
+    bf16 and int8 MAC (stages 0..9) and PE (stages 1..9) on ecp5-25k and ecp5-85k at 100 MHz
     requested: block LUT4 / CCU2C / FF / DSP (Yosys) and achieved Fmax (nextpnr), plus the plot.
 ``mxu85k``
     8x8 bf16 MXU on ecp5-85k, requested 100 MHz, stages ``--mxu85k-stages`` (default 7, the
@@ -127,19 +127,28 @@ class Results:
         self.path.write_text(json.dumps(self.data, indent=2) + "\n")
 
 
-def section_stages(res: Results, targets, fmts=("bf16", "int8")):
-    recs = [r for r in res.data.get("stages", [])
-            if not (r["target"] in targets and r["params"]["fmt"] in fmts)]   # keep the others' records
+def section_stages(res: Results, targets, fmts=("bf16", "int8"), depths=None):
+    """MAC (depths 0..MAX_STAGES) and PE (1..MAX_STAGES) per target and format; ``depths`` limits the
+    run to those pipeline depths and keeps the stored records of the others."""
+    depths = set(range(0, MAX_STAGES + 1) if depths is None else depths)
+
+    def redo(r):
+        return r["target"] in targets and r["params"]["fmt"] in fmts and r["params"]["stages"] in depths
+
+    recs = [r for r in res.data.get("stages", []) if not redo(r)]   # keep the others' records
     for target in targets:
         for fmt in fmts:
-            for stages in range(0, MAX_STAGES + 1):
+            for stages in sorted(d for d in depths if 0 <= d <= MAX_STAGES):
                 recs.append(flow(f"stages_{target}_mac_{fmt}_{stages}", "mac", MACConfig(fmt, "ftz", stages), target))
                 res.data["stages"] = recs
                 res.save()
-            for stages in range(1, MAX_STAGES + 1):
+            for stages in sorted(d for d in depths if 1 <= d <= MAX_STAGES):
                 recs.append(flow(f"stages_{target}_pe_{fmt}_{stages}", "pe", PEConfig(fmt, "ftz", stages), target))
                 res.data["stages"] = recs
                 res.save()
+    res.data["stages"] = sorted(recs, key=lambda r: (r["target"], r["params"]["block"], r["params"]["fmt"],
+                                                     r["params"]["stages"]))
+    res.save()
     plot_stages(res.data["stages"])
 
 
@@ -294,6 +303,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="stages,up5k,largest,mxu85k", help="comma list of sections")
     ap.add_argument("--stage-targets", default="ecp5-25k,ecp5-85k")
     ap.add_argument("--stage-fmts", default="bf16,int8", help="formats of the stages section")
+    ap.add_argument("--stage-depths", default=None,
+                    help="comma list of pipeline depths to (re)measure in the stages section (default: all)")
     ap.add_argument("--largest-targets", default="ice40-up5k,ecp5-25k,ecp5-85k")
     ap.add_argument("--largest-fmts", default="bf16,int8,int8:lut",
                     help="formats for the largest-array search; ':lut' builds multipliers from LUTs "
@@ -310,7 +321,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for section in args.only.split(","):
         if section == "stages":
-            section_stages(res, args.stage_targets.split(","), tuple(args.stage_fmts.split(",")))
+            depths = None if args.stage_depths is None else [int(d) for d in args.stage_depths.split(",")]
+            section_stages(res, args.stage_targets.split(","), tuple(args.stage_fmts.split(",")), depths)
         elif section == "plot":
             plot_stages(res.data["stages"])
         elif section == "up5k":

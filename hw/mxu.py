@@ -64,7 +64,7 @@ class MXUConfig:
         cols: PE columns C (the N extent of a weight tile), any integer >= 1.
         fmt: input format: "bf16", "fp8_e4m3fn", "fp8_e5m2" (decoded to bf16 at the edge) or "int8".
         subnormals: "ftz" (default) or "ieee" (float formats).
-        stages: partial-sum latency of a PE in cycles, 1..8 (the MAC pipeline depth; default 2).
+        stages: partial-sum latency of a PE in cycles, 1..9 (the MAC pipeline depth; default 2).
         backpressure: ``True`` (default): the array stalls as a unit while a valid output is not
             taken (``out.ready`` low: one clock enable to every register). ``False``: ``out.ready``
             is ignored (the port stays; the consumer must take every beat), the array never stalls

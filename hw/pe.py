@@ -41,7 +41,7 @@ class PEConfig:
     Attributes:
         fmt: datapath format inside the array, "bf16" (every float input format) or "int8".
         subnormals: "ftz" or "ieee".
-        stages: partial-sum latency in cycles, 1..8 (the MAC's pipeline registers; at least one, so
+        stages: partial-sum latency in cycles, 1..9 (the MAC's pipeline registers; at least one, so
             the partial sum is registered in every PE).
 
     Raises:

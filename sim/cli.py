@@ -37,7 +37,7 @@ def _stages(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer (MXU 1..8, MAC 0..8), not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be an integer (MXU 1..9, MAC 0..9), not {text!r}") from None
     return value
 
 
@@ -84,7 +84,7 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--subnormals", choices=SUBNORMALS, default=None,
                    help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
     g.add_argument("--stages", type=_stages, default=None,
-                   help="pipeline stages of each MAC in cycles: 1..8 for the MXU, 0..8 for a MAC (default 2)")
+                   help="pipeline stages of each MAC in cycles: 1..9 for the MXU, 0..9 for a MAC (default 2)")
     g.add_argument("--preset", default=None, metavar="NAME",
                    help="named configuration: " + ", ".join(_preset_names()))
     g.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
@@ -210,7 +210,7 @@ def _add_mac_options(p):
     p.add_argument("--subnormals", choices=SUBNORMALS, default="ftz",
                    help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
     p.add_argument("--stages", type=_stages, default=2,
-                   help="pipeline register stages in the MAC, 0..8 (latency in cycles; default: 2)")
+                   help="pipeline register stages in the MAC, 0..9 (latency in cycles; default: 2)")
 
 
 def _mac_config(args):
@@ -357,7 +357,7 @@ simulator fails; 2 for bad input (one line on stderr, nothing written).""")
     m.add_argument("--subnormals", choices=SUBNORMALS, default=None,
                    help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
     m.add_argument("--stages", type=_stages, default=None,
-                   help="pipeline stages of each PE's MAC, 1..8 cycles (default 2)")
+                   help="pipeline stages of each PE's MAC, 1..9 cycles (default 2)")
     m.add_argument("--out-fmt", choices=("fp32", "bf16"), default="fp32",
                    help="result format: fp32 (default; int32 for int8) or bf16 (fp32 rounded once, RNE)")
     m.add_argument("--bits", action="store_true",
@@ -601,8 +601,9 @@ def _engine_params(args) -> dict:
         value = getattr(args, key)
         if value is not None:
             params[key] = value
-    if not 1 <= params["stages"] <= 8:
-        raise UsageError(f"argument --stages: must be 1..8 for the GEMM engine; got {params['stages']}")
+    from hw.arith import MAX_STAGES
+    if not 1 <= params["stages"] <= MAX_STAGES:
+        raise UsageError(f"argument --stages: must be 1..{MAX_STAGES} for the GEMM engine; got {params['stages']}")
     if args.pseudo_channels is not None:
         params["pseudo_channels"] = args.pseudo_channels
     return params
@@ -745,7 +746,7 @@ def _add_synth_parser(sub) -> None:
     s.add_argument("--subnormals", choices=SUBNORMALS, default=None,
                    help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
     s.add_argument("--stages", type=_stages, default=None,
-                   help="pipeline stages of each MAC in cycles: 1..8 for the MXU and a PE, 0..8 for a MAC "
+                   help="pipeline stages of each MAC in cycles: 1..9 for the MXU and a PE, 0..9 for a MAC "
                         "(default 2)")
     s.add_argument("--preset", default=None, metavar="NAME",
                    help="named configuration: " + ", ".join(_preset_names()))
@@ -879,7 +880,7 @@ summary and writes <out>/summary.json and <out>/digits.png (16 held-out digits w
 predictions). Exit status 1 when the RTL is not bit-exact with the golden model.
 
 mxu demo --mac runs the earlier demo instead: random MACs from five distributions through one
-generated MAC against the golden model (options --fmt incl. int8, --subnormals, --stages 0..8,
+generated MAC against the golden model (options --fmt incl. int8, --subnormals, --stages 0..9,
 --vectors, --sim, --seed, --json).""")
     d.add_argument("--mac", action="store_true",
                    help="run the MAC demo (random MACs through one generated MAC) instead of the MLP")
@@ -888,7 +889,7 @@ generated MAC against the golden model (options --fmt incl. int8, --subnormals, 
     d.add_argument("--subnormals", choices=SUBNORMALS, default=None,
                    help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
     d.add_argument("--stages", type=_stages, default=None,
-                   help="pipeline stages of the MAC in cycles: 1..8 for the MLP's MXU, 0..8 with --mac "
+                   help="pipeline stages of the MAC in cycles: 1..9 for the MLP's MXU, 0..9 with --mac "
                         "(default 2)")
     d.add_argument("--rows", type=_engine_size, default=None, help="MXU PE rows R, a power of two (default 8)")
     d.add_argument("--cols", type=_engine_size, default=None, help="MXU PE columns C, a power of two (default 8)")
@@ -925,8 +926,9 @@ def _cmd_demo_mlp(args) -> int:
     from sim import demo_mlp, runner, toolchain
 
     stages = 2 if args.stages is None else args.stages
-    if not 1 <= stages <= 8:
-        raise UsageError(f"argument --stages: must be 1..8 for the GEMM engine; got {stages}")
+    from hw.arith import MAX_STAGES
+    if not 1 <= stages <= MAX_STAGES:
+        raise UsageError(f"argument --stages: must be 1..{MAX_STAGES} for the GEMM engine; got {stages}")
     try:
         toolchain.check_simulator(args.sim)
     except toolchain.SimulatorUnavailable as e:

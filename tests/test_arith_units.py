@@ -148,7 +148,7 @@ def test_fp32_adder_via_multiplier(subnormals, seed):
 
 
 def test_adder_rejects_bad_cut():
-    with pytest.raises(ValueError, match="cuts must be a subset of exp, align, add, norm, round, out"):
+    with pytest.raises(ValueError, match="cuts must be a subset of exp, align, add, norm1, norm, round, out"):
         FP32Adder("ftz", cuts=("mul",))
 
 
@@ -239,9 +239,9 @@ def test_mac_holds_bubbles():
 @pytest.mark.parametrize("kwargs,message", [
     ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'"),
     ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
-    ({"stages": 9}, "stages must be an integer from 0 to 8; got 9"),
-    ({"stages": -1}, "stages must be an integer from 0 to 8; got -1"),
-    ({"stages": True}, "stages must be an integer from 0 to 8; got True"),
+    ({"stages": 10}, "stages must be an integer from 0 to 9; got 10"),
+    ({"stages": -1}, "stages must be an integer from 0 to 9; got -1"),
+    ({"stages": True}, "stages must be an integer from 0 to 9; got True"),
 ])
 def test_mac_config_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
@@ -250,7 +250,7 @@ def test_mac_config_errors(kwargs, message):
 
 
 def test_stage_placement_table():
-    assert [len(FLOAT_CUTS_BY_STAGES[s]) for s in range(MAX_STAGES + 1)] == [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    assert [len(FLOAT_CUTS_BY_STAGES[s]) for s in range(MAX_STAGES + 1)] == list(range(10))
     from hw.arith.fp32_add import ADDER_CUTS
     order = ("in", "mul") + ADDER_CUTS
     for cuts in FLOAT_CUTS_BY_STAGES.values():   # every cut point is a known one, in datapath order

@@ -4,6 +4,7 @@ the jamming right shift, the successive-normalization left shift, and comparison
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from amaranth import Module, Signal, signed
 from amaranth.sim import Simulator
 
@@ -65,6 +66,28 @@ def test_normalize_left_matches_leading_zeros(seed):
         want = W - v.bit_length()
         assert count == want == lzc, (hex(v), count, lzc, want)
         assert r == (v << want) & ((1 << W) - 1) and r >> (W - 1) == 1
+
+
+def test_normalize_left_split_in_two_steps(seed):
+    """Steps (16, 8) then (4, 2, 1), as the MAC's "norm1" cut splits it: same shifted value as the
+    whole normalizer, and the two partial counts OR to the leading-zero count."""
+    rng = np.random.default_rng(seed)
+    m = Module()
+    x, y, n = Signal(W), Signal(W), Signal(5)
+    mid, hi = normalize_left(x, W, steps=(16, 8))
+    sh, lo = normalize_left(mid, W, steps=(4, 2, 1))
+    m.d.comb += [y.eq(sh), n.eq(hi | lo)]
+    xs = [v for v in _operands(rng, 400) if v] + [1, 1 << 8, (1 << 8) - 1, 1 << 26]
+    got = _run(m, [x], [y, n], [(v,) for v in xs])
+    for v, (r, count) in zip(xs, got):
+        want = W - v.bit_length()
+        assert count == want, (hex(v), count, want)
+        assert r == (v << want) & ((1 << W) - 1)
+
+
+def test_normalize_left_rejects_bad_step():
+    with pytest.raises(ValueError, match=r"^steps must be among \[16, 8, 4, 2, 1\] for width 27; got \[3\]$"):
+        normalize_left(Signal(W), W, steps=(3,))
 
 
 def test_comparisons_with_constants():

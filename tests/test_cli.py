@@ -65,8 +65,8 @@ def test_generate_preset_and_toml_override(tmp_path):
     (["generate", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer, not '0'"),
     (["generate", "--cols", "-1", "-o", "o"], "argument --cols: must be a positive integer, not '-1'"),
     (["generate", "--fmt", "fp16", "-o", "o"], "argument --fmt: invalid choice: 'fp16'"),
-    (["generate", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 8; got 0"),
-    (["generate", "--stages", "9", "--block", "mac", "-o", "o"], "stages must be an integer from 0 to 8; got 9"),
+    (["generate", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 9; got 0"),
+    (["generate", "--stages", "10", "--block", "mac", "-o", "o"], "stages must be an integer from 0 to 9; got 10"),
     (["generate", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
     (["generate", "--config", "missing.toml", "-o", "o"], "--config missing.toml: no such file"),
     (["generate", "--block", "mac", "--rows", "4", "-o", "o"], "rows does not apply to block mac"),
@@ -83,7 +83,7 @@ def test_generate_preset_and_toml_override(tmp_path):
     (["demo", "--mac", "-o", "o"], "--out does not apply to the MAC demo (--mac)"),
     (["demo", "--fmt", "int8"], "the MLP demo runs float formats"),
     (["demo", "--rows", "6"], "argument --rows: must be a power of two for the GEMM engine"),
-    (["demo", "--stages", "0"], "argument --stages: must be 1..8 for the GEMM engine; got 0"),
+    (["demo", "--stages", "0"], "argument --stages: must be 1..9 for the GEMM engine; got 0"),
     ([], "the following arguments are required: COMMAND"),
 ])
 def test_bad_input_one_line_exit_2_no_output(tmp_path, args, message):

@@ -114,7 +114,7 @@ BAD = [
     (["a.npy", "b.npy", "--cols", "12"], "argument --cols: must be a power of two for the GEMM engine"),
     (["a.npy", "b.npy", "--rows", "0"], "argument --rows: must be a power of two"),
     (["a.npy", "b.npy", "--preset", "nope"], "unknown --preset 'nope'; choose from"),
-    (["a.npy", "b.npy", "--stages", "0"], "argument --stages: must be 1..8 for the GEMM engine; got 0"),
+    (["a.npy", "b.npy", "--stages", "0"], "argument --stages: must be 1..9 for the GEMM engine; got 0"),
     (["a.npy", "b.npy", "--stages", "x"], "argument --stages: must be an integer"),
     (["a.npy", "b.npy", "--fmt", "fp16"], "argument --fmt: invalid choice: 'fp16'"),
     (["a.npy", "b.npy", "--subnormals", "daz"], "argument --subnormals: invalid choice: 'daz'"),
@@ -171,7 +171,7 @@ def test_preset_gives_engine_parameters(files, capsys, monkeypatch):
     assert rc == 2 and "--fmt int8 takes integer arrays" in err
     rc, _, err = bad_call(["matmul", "a.npy", "b.npy", "--preset", "tpu-v1-int8-8x8", "--fmt", "bf16",
                            "--out-fmt", "bf16", "--stages", "9", "-o", "C.npy"], capsys, monkeypatch)
-    assert rc == 2 and "--stages: must be 1..8" in err
+    assert rc == 2 and "--stages: must be 1..9" in err
 
 
 # ---- the command's checking and output, with a stand-in for the RTL ----------------------------------

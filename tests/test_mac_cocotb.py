@@ -1,7 +1,7 @@
 """cocotb regression of the generated MAC Verilog on Verilator and Icarus.
 
 Per simulator and configuration: the corner-case product (every special operand pairing) and
-20,000 random MACs (5,000 at depths 0 and 4) split over the five distributions (one for int8),
+20,000 random MACs (5,000 at depths 0, 4 and 9) split over the five distributions (one for int8),
 with random input gaps and back-pressure, compared bit for bit with the golden model; ``--soak``
 multiplies the count by 10.
 """
@@ -24,6 +24,7 @@ CONFIGS = [
     # Other pipeline depths, bf16 only (the datapath is shared by every float format).
     MACConfig("bf16", "ftz", 0),
     MACConfig("bf16", "ieee", 4),
+    MACConfig("bf16", "ftz", 9),     # decode/"in"/multiply/"mul"/normalize split, normalization in two
 ]
 DEFAULT_RANDOM = 20000  # random MACs per format, subnormal mode and simulator at depth 2
 

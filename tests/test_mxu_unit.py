@@ -73,6 +73,8 @@ CASES = [
     (3, 3, "fp8_e5m2", "ieee", 4, [7, 2]),
     (5, 4, "int8", "ftz", 3, [2, 40, 1, 6]),
     (6, 1, "bf16", "ftz", 4, [12, 12, 12, 16, 16]),   # commit gap (R-1)(L-1) = 15 is the bound
+    (2, 3, "bf16", "ftz", 9, [5, 1, 9]),               # deepest MAC: "in" and "norm1" cuts
+    (3, 2, "bf16", "ieee", 9, [4, 11]),
 ]
 
 
@@ -91,7 +93,7 @@ def test_model_equals_rtl(rows, cols, fmt, subnormals, stages, tiles, seed):
     assert drv.wgt_cycles == sched.weight_cycles(rows)
 
 
-@pytest.mark.parametrize("rows,cols,fmt,subnormals,stages,tiles", [CASES[2], CASES[8], CASES[9]])
+@pytest.mark.parametrize("rows,cols,fmt,subnormals,stages,tiles", [CASES[2], CASES[8], CASES[9], CASES[10]])
 def test_without_backpressure_same_results_and_cycles(rows, cols, fmt, subnormals, stages, tiles, seed):
     """backpressure=False (no clock enable, out.ready ignored): with a consumer that takes every
     beat, the same bits in the same cycles as the model."""
@@ -159,8 +161,8 @@ def test_cycles_against_scalesim():
     ({"rows": 2.5}, "rows must be an integer >= 1; got 2.5"),
     ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'"),
     ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
-    ({"stages": 0}, "stages must be an integer from 1 to 8; got 0"),
-    ({"stages": 9}, "stages must be an integer from 1 to 8; got 9"),
+    ({"stages": 0}, "stages must be an integer from 1 to 9; got 0"),
+    ({"stages": 10}, "stages must be an integer from 1 to 9; got 10"),
     ({"backpressure": 1}, "backpressure must be True or False; got 1"),
 ])
 def test_config_errors(kwargs, message):

@@ -169,7 +169,7 @@ def test_does_not_fit_up5k(tmp_path):
     (["synth", "--target", "ecp5-25k", "--block", "pe", "--rows", "2", "-o", "o"], "rows does not apply to block pe"),
     (["synth", "--target", "ecp5-25k", "--block", "pe", "--fmt", "fp8_e4m3fn", "-o", "o"],
      "fmt must be one of bf16, int8 inside a PE"),
-    (["synth", "--target", "ecp5-25k", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 8; got 0"),
+    (["synth", "--target", "ecp5-25k", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 9; got 0"),
     (["synth", "--target", "ecp5-25k", "--name", "ooc_top", "-o", "o"], "is not a Verilog identifier"),
     (["synth", "--target", "ecp5-25k", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
     (["synth", "--target", "ecp5-25k", "--seed", "-1", "-o", "o"], "argument --seed: must be an integer"),

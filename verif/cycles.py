@@ -75,7 +75,7 @@ def mxu_schedule(rows: int, cols: int, stages: int, tile_rows: list[int]) -> Sch
 
     Args:
         rows, cols: array size R x C (>= 1).
-        stages: PE partial-sum latency L in cycles (1..8).
+        stages: PE partial-sum latency L in cycles (1..9).
         tile_rows: activation beats M_t >= 1 of each weight tile, in order.
 
     Returns:

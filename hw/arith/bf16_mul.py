@@ -4,32 +4,35 @@ The product of two bf16 values has at most 16 significant bits and an exponent i
 is carried exactly to the fp32 adder (:mod:`.fp32_add`), which then rounds once (fused MAC).
 """
 
-from amaranth import Module, Mux, Cat, Signal
+from amaranth import Module, Mux, Cat, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bits import leading_zeros
 from .formats import BF16, Product, Subnormals, PRODUCT_EXP_BITS
 
-__all__ = ["BF16Multiplier", "bf16_multiply", "ZERO_EXP"]
+__all__ = ["BF16Multiplier", "bf16_multiply", "bf16_decode_pair", "bf16_significand_product",
+           "bf16_normalize_product", "DECODED_PAIR", "ZERO_EXP"]
 
 #: Exponent given to a zero product: below every real exponent, so a zero never wins alignment.
 ZERO_EXP = -(1 << (PRODUCT_EXP_BITS - 1))
 
 
-def bf16_multiply(m: Module, a, b, subnormals: Subnormals):
-    """Add combinational logic to ``m`` computing the exact product of bf16 views ``a`` and ``b``.
+#: Decoded operand pair, the value at the MAC's "in" cut (30 bits): the two 8-bit significands with
+#: their hidden bits, ``exp`` = unbiased exponent of bit 14 of ``sig_a * sig_b`` (``exp_a + exp_b - 254``
+#: on biased exponents, -252..254), the product's sign and special-case flags (as in :data:`Product`).
+DECODED_PAIR = ("sig_a", "sig_b", "exp", "sign", "zero", "inf", "nan")
 
-    Special cases: NaN if either input is NaN or for inf * 0; inf if either is inf otherwise; zero if
-    either is zero (in FTZ mode subnormal inputs count as zero of their sign, DAZ). The sign is always
-    ``a.sign ^ b.sign``. In IEEE mode subnormal inputs are normalized through a 16-bit leading-zero
-    count; in FTZ mode the product of two normal significands needs at most a 1-bit normalization.
 
-    Returns a value in the :data:`Product` layout (32 bits).
+def bf16_decode_pair(m: Module, a, b, subnormals: Subnormals) -> dict:
+    """Decode bf16 views ``a`` and ``b`` for the multiplier; returns a dict with the keys :data:`DECODED_PAIR`.
+
+    ``sig_a``/``sig_b``: 8 bits (hidden bit 0 for a subnormal); ``exp``: signed 10 bits; ``sign``,
+    ``zero``, ``inf``, ``nan``: 1 bit each (rules in :func:`bf16_multiply`). This is everything the
+    8 x 8 multiply and the product normalization need, so a register stage here feeds the DSP block
+    straight from flip-flops (the MAC's "in" cut).
     """
-    subnormals = Subnormals(subnormals)
-    ftz = subnormals is Subnormals.FTZ
-    p = Signal(Product, name="product")
+    ftz = Subnormals(subnormals) is Subnormals.FTZ
 
     def decode(x):
         e_zero = x.exponent == 0
@@ -43,32 +46,64 @@ def bf16_multiply(m: Module, a, b, subnormals: Subnormals):
 
     sig_a, exp_a, zero_a, inf_a, nan_a = decode(a)
     sig_b, exp_b, zero_b, inf_b, nan_b = decode(b)
-
-    raw = Signal(16, name="sig_product")
-    m.d.comb += raw.eq(sig_a * sig_b)
-    # Unbiased exponent of raw bit 14 (1.0 * 1.0 lands there).
-    exp14 = exp_a + exp_b - 254
-    if ftz:
-        top = raw[15]
-        sig = Mux(top, raw, raw << 1)
-        exp = Mux(top, exp14 + 1, exp14)
-    else:
-        lz = leading_zeros(raw, 16)
-        sig = (raw << lz)[:16]
-        exp = exp14 + 1 - lz
-
+    exp14 = Signal(signed(PRODUCT_EXP_BITS), name="exp_sum")  # unbiased exponent of raw bit 14
+    m.d.comb += exp14.eq(exp_a + exp_b - 254)
     nan = nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)
     inf = (inf_a | inf_b) & ~nan
     zero = (zero_a | zero_b) & ~nan & ~inf
+    return {"sig_a": sig_a, "sig_b": sig_b, "exp": exp14, "sign": a.sign ^ b.sign,
+            "zero": zero, "inf": inf, "nan": nan}
+
+
+def bf16_significand_product(m: Module, sig_a, sig_b) -> Signal:
+    """The 8 x 8-bit unsigned significand product (16 bits; one MULT18X18D / SB_MAC16)."""
+    raw = Signal(16, name="sig_product")
+    m.d.comb += raw.eq(sig_a * sig_b)
+    return raw
+
+
+def bf16_normalize_product(m: Module, raw, exp, sign, zero, inf, nan, subnormals: Subnormals):
+    """Normalize the raw significand product ``raw`` (16 bits) into a :data:`Product` view.
+
+    ``exp`` is the unbiased exponent of ``raw`` bit 14 (signed 10 bits), the flags come from
+    :func:`bf16_decode_pair`. FTZ: both significands are normal, so at most a 1-bit shift; IEEE: a
+    16-bit leading-zero count and shift (subnormal inputs).
+    """
+    p = Signal(Product, name="product")
+    if Subnormals(subnormals) is Subnormals.FTZ:
+        top = raw[15]
+        sig = Mux(top, raw, raw << 1)
+        e = exp + top
+    else:
+        lz = leading_zeros(raw, 16)
+        sig = (raw << lz)[:16]
+        e = exp + 1 - lz
     m.d.comb += [
-        p.sign.eq(a.sign ^ b.sign),
+        p.sign.eq(sign),
         p.nan.eq(nan),
         p.inf.eq(inf),
         p.zero.eq(zero),
         p.sig.eq(Mux(zero, 0, sig[:16])),
-        p.exp.eq(Mux(zero, ZERO_EXP, exp)),
+        p.exp.eq(Mux(zero, ZERO_EXP, e)),
     ]
     return p
+
+
+def bf16_multiply(m: Module, a, b, subnormals: Subnormals):
+    """Add combinational logic to ``m`` computing the exact product of bf16 views ``a`` and ``b``.
+
+    Special cases: NaN if either input is NaN or for inf * 0; inf if either is inf otherwise; zero if
+    either is zero (in FTZ mode subnormal inputs count as zero of their sign, DAZ). The sign is always
+    ``a.sign ^ b.sign``. In IEEE mode subnormal inputs are normalized through a 16-bit leading-zero
+    count; in FTZ mode the product of two normal significands needs at most a 1-bit normalization.
+    The three steps (:func:`bf16_decode_pair`, :func:`bf16_significand_product`,
+    :func:`bf16_normalize_product`) are separate so the MAC can place registers between them.
+
+    Returns a value in the :data:`Product` layout (32 bits).
+    """
+    d = bf16_decode_pair(m, a, b, subnormals)
+    raw = bf16_significand_product(m, d["sig_a"], d["sig_b"])
+    return bf16_normalize_product(m, raw, d["exp"], d["sign"], d["zero"], d["inf"], d["nan"], subnormals)
 
 
 class BF16Multiplier(wiring.Component):

@@ -93,7 +93,7 @@ def signed_gt_const(x: Value, k: int) -> Value:
     return ~signed_lt_const(x, k + 1)
 
 
-def normalize_left(x: Value, width: int) -> tuple[Value, Value]:
+def normalize_left(x: Value, width: int, steps=None) -> tuple[Value, Value]:
     """Shift the ``width``-bit ``x`` left until its MSB is 1; returns ``(shifted, count)``.
 
     ``count`` is the number of leading zeros (``2**k - 1`` >= width - 1 bits wide; for x == 0 the
@@ -102,13 +102,24 @@ def normalize_left(x: Value, width: int) -> tuple[Value, Value]:
     shifts by 2**k when the top 2**k bits are all zero, so the leading-zero count and the shift are
     one structure (one 2:1 mux per bit and stage plus a small OR per stage) instead of a count
     followed by a separate barrel shifter.
+
+    ``steps`` (optional) limits the work to those shift amounts (powers of two, e.g. ``(16, 8)`` then
+    ``(4, 2, 1)``), so a pipeline register can split the normalization: the count then has the bits of
+    the other steps zero and the two partial counts OR together. Raises ``ValueError`` for a step
+    that is not a power of two below ``width``'s stage range.
     """
     stages = max(1, (width - 1).bit_length())
+    all_steps = [1 << k for k in reversed(range(stages))]
+    if steps is None:
+        steps = all_steps
+    bad = [st for st in steps if st not in all_steps]
+    if bad:
+        raise ValueError(f"steps must be among {all_steps} for width {width}; got {bad}")
     cur = x[:width]
     bits = []
     for k in reversed(range(stages)):
         step = 1 << k
-        if step >= width:
+        if step >= width or step not in steps:
             bits.append(Const(0, 1))
             continue
         zero_top = ~cur[width - step:].any()

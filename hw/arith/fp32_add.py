@@ -33,7 +33,7 @@ from .pipeline import Cuts
 __all__ = ["FP32Adder", "fp32_accumulate", "ADDER_CUTS"]
 
 #: Cut points inside the adder, in datapath order.
-ADDER_CUTS = ("exp", "align", "add", "norm", "round", "out")
+ADDER_CUTS = ("exp", "align", "add", "norm1", "norm", "round", "out")
 
 _WIN = 27          # 24-bit significand + guard + round + sticky
 _EXP = signed(12)  # working exponent width: covers [-512 - 27, 511 + 2]
@@ -110,29 +110,47 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
                  inf_sign=s["inf_sign"], zero_sign=s["zero_sign"], valid=s["valid"])
 
     # ---- normalize --------------------------------------------------------------------------
+    # With the "norm1" cut the normalization is split over two stages: FTZ shifts by 16 and 8, then
+    # 4, 2 and 1 (the carry-out's 1-bit right shift goes first there, after which the MSB is set and no
+    # left step fires); IEEE computes the clamped shift amount, then shifts.
     mag = a["mag"]
+    carry = mag[_WIN]
     exact_zero = mag == 0
+    split = "norm1" in cuts.enabled
+    flags = dict(sign=a["sign"], exact_zero=exact_zero, nan=a["nan"], inf=a["inf"], inf_sign=a["inf_sign"],
+                 zero_sign=a["zero_sign"], valid=a["valid"])
+
+    def right1(v):                            # carry-out: 1-bit right shift, the dropped bit jammed
+        return Cat(v[0] | v[1], v[2:_WIN + 1])
+
     lshift = Signal(range(32), name="lshift")
-    shifted = Signal(_WIN, name="shifted")
     if ftz:
         # count and shift in one structure (bits.normalize_left); for mag == 0 the count is
         # meaningless and exact_zero decides the result
-        sh, lz = normalize_left(mag[:_WIN], _WIN)
-        m.d.comb += [lshift.eq(lz), shifted.eq(sh)]
+        x0 = Mux(carry, right1(mag), mag[:_WIN]) if split else mag[:_WIN]
+        coarse, cnt_hi = normalize_left(x0, _WIN, steps=(16, 8))
+        h = cuts.cut("norm1", x=coarse, cnt_hi=cnt_hi, mag=None if split else mag, carry=carry,
+                     e_big=a["e_big"], **flags)
+        shifted, cnt_lo = normalize_left(h["x"], _WIN, steps=(4, 2, 1))
+        m.d.comb += lshift.eq(h["cnt_hi"] | cnt_lo)
+        norm_v = shifted if split else Mux(h["carry"], right1(h["mag"]), shifted)
     else:
         lz = leading_zeros(mag[:_WIN], _WIN)
         room = a["e_big"] - _EMIN             # >= 0: the big exponent is never below -126 in IEEE
-        m.d.comb += [lshift.eq(Mux(lz > room, room, lz)), shifted.eq((mag[:_WIN] << lshift)[:_WIN])]
-    carry = mag[_WIN]
+        amount = Mux(lz > room, room, lz)
+        h = cuts.cut("norm1", mag=mag, amount=amount, carry=carry, e_big=a["e_big"], **flags)
+        m.d.comb += lshift.eq(h["amount"])
+        shifted = (h["mag"][:_WIN] << lshift)[:_WIN]
+        norm_v = Mux(h["carry"], right1(h["mag"]), shifted)
     norm = Signal(_WIN, name="norm")
     e_shift = Signal(signed(6), name="e_shift")   # exponent change: -1 on carry-out, else the left shift
     m.d.comb += [
-        norm.eq(Mux(carry, Cat(mag[0] | mag[1], mag[2:_WIN + 1]), shifted)),
-        e_shift.eq(Mux(carry, -1, lshift)),
+        norm.eq(norm_v),
+        e_shift.eq(Mux(h["carry"], -1, lshift)),
     ]
-    n = cuts.cut("norm", norm=norm, e_big=a["e_big"], e_shift=e_shift, sign=a["sign"], exact_zero=exact_zero,
-                 nan=a["nan"], inf=a["inf"], inf_sign=a["inf_sign"], zero_sign=a["zero_sign"],
-                 valid=a["valid"])
+    n = cuts.cut("norm", norm=norm, e_big=h["e_big"], e_shift=e_shift, sign=h["sign"],
+                 exact_zero=h["exact_zero"], nan=h["nan"], inf=h["inf"], inf_sign=h["inf_sign"],
+                 zero_sign=h["zero_sign"], valid=h["valid"])
     # the exponent subtraction sits after the cut, beside the rounding increment (off the
     # normalizer's path)
     e_norm = Signal(_EXP, name="e_norm")
@@ -190,7 +208,8 @@ class FP32Adder(wiring.Component):
         subnormals: ``"ftz"`` or ``"ieee"``.
         cuts: register stages to place, a subset of :data:`ADDER_CUTS` ("exp": after the exponent
             differences, "align": after the alignment shift, "add": after the add and absolute value,
-            "norm": after normalization, "round": after the rounding increment, "out": after packing).
+            "norm1": after the first half of normalization (FTZ: the shifts by 16 and 8; IEEE: the
+            clamped shift amount), "norm": after normalization, "round": after the rounding increment, "out": after packing).
 
     Raises:
         ValueError: unknown ``subnormals`` or cut name.

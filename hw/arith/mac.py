@@ -14,7 +14,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import check_choice, check_int
-from .bf16_mul import bf16_multiply
+from .bf16_mul import DECODED_PAIR, bf16_decode_pair, bf16_normalize_product, bf16_significand_product
 from .formats import BF16, FP32, Format, Product, Subnormals, accumulator_layout, operand_layout
 from .fp8_decode import decode_fp8
 from .fp32_add import fp32_accumulate
@@ -24,16 +24,18 @@ from .pipeline import Cuts
 __all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES", "mac_datapath"]
 
 #: Largest supported number of pipeline register stages in the MAC.
-MAX_STAGES = 8
+MAX_STAGES = 9
 
 #: Where the register stages go for each ``stages`` value (float formats). Cut points, in datapath
 #: order: "in" (the operands, before the multiplier: on ECP5 the MULT18X18D then starts from
 #: registers, not from the PE's weight-select mux), "mul" (after operand decode and the 8 x 8
 #: multiply: the DSP output register), "exp" (after the two exponent differences), "align" (after
 #: the exponent compare and the alignment shift), "add" (after the add/subtract and absolute value),
-#: "norm" (after the normalization shift), "round" (after the rounding increment), "out" (after
-#: packing). 0-4 stages are the original set; 5-8 split the datapath further for clock rates above
-#: ~75 MHz on ECP5 (``bench/synth_scale.py``).
+#: "norm1" (after the first half of the normalization), "norm" (after the normalization shift),
+#: "round" (after the rounding increment), "out" (after packing). 0-4 stages are the original set;
+#: 5-9 split the datapath further for clock rates above ~75 MHz on ECP5 (``bench/synth_scale.py``).
+#: With the "in" cut (8 and 9 stages) the operands are decoded before it and the product is
+#: normalized after "mul", so the multiplier's DSP block has flip-flops right at both ends.
 FLOAT_CUTS_BY_STAGES = {
     0: (),
     1: ("align",),
@@ -44,6 +46,7 @@ FLOAT_CUTS_BY_STAGES = {
     6: ("mul", "exp", "align", "add", "norm", "out"),
     7: ("mul", "exp", "align", "add", "norm", "round", "out"),
     8: ("in", "mul", "exp", "align", "add", "norm", "round", "out"),
+    9: ("in", "mul", "exp", "align", "add", "norm1", "norm", "round", "out"),
 }
 #: int8: "mul" (after the multiply), "out" (after the 32-bit add); beyond 2 stages the extra
 #: registers are output delay stages so the latency still equals ``stages``.
@@ -57,7 +60,7 @@ class MACConfig:
     Attributes:
         fmt: input format, one of "bf16", "fp8_e4m3fn", "fp8_e5m2", "int8" (default "bf16").
         subnormals: "ftz" (default) or "ieee"; ignored (kept as given) for int8.
-        stages: pipeline register stages, 0..8 (default 0 = combinational); latency = stages cycles.
+        stages: pipeline register stages, 0..9 (default 0 = combinational); latency = stages cycles.
 
     Raises:
         ValueError: on any value outside those sets, with the parameter name and allowed values.
@@ -121,12 +124,22 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
                 valid = v
             result = r
         return result, valid
+    sub = Subnormals(cfg.subnormals)
+    r = cuts.cut("in", **bf16_decode_pair(m, a, b, sub), c=Value.cast(c), valid=valid)
+    raw = bf16_significand_product(m, r["sig_a"], r["sig_b"])
+    flags = {k: r[k] for k in DECODED_PAIR if not k.startswith("sig_")}
     if "in" in cfg.cuts:
-        r = cuts.cut("in", a=Value.cast(a), b=Value.cast(b), c=Value.cast(c), valid=valid)
-        a, b, c, valid = BF16(r["a"]), BF16(r["b"]), r["c"], r["valid"]
-    product = bf16_multiply(m, a, b, Subnormals(cfg.subnormals))
-    s = cuts.cut("mul", product=product.as_value(), c=Value.cast(c), valid=valid)
-    return fp32_accumulate(m, FP32(s["c"]), Product(s["product"]), s["valid"], Subnormals(cfg.subnormals), cuts)
+        # 8+ stages: decode -> "in" -> 8 x 8 multiply -> "mul" -> product normalization, so the DSP
+        # block sits between two flip-flop stages with no LUT on either side (on ECP5 the routes into
+        # and out of the DSP column are the rest of that stage's budget).
+        s = cuts.cut("mul", raw=raw, **flags, c=r["c"], valid=r["valid"])
+        product = bf16_normalize_product(m, s["raw"], s["exp"], s["sign"], s["zero"], s["inf"], s["nan"], sub)
+    else:
+        # fewer stages: the normalization stays before the "mul" register (its stage is short there)
+        p = bf16_normalize_product(m, raw, **flags, subnormals=sub)
+        s = cuts.cut("mul", product=p.as_value(), c=r["c"], valid=r["valid"])
+        product = Product(s["product"])
+    return fp32_accumulate(m, FP32(s["c"]), product, s["valid"], sub, cuts)
 
 
 class MAC(wiring.Component):
