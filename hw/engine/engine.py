@@ -297,6 +297,9 @@ class GEMMEngine(wiring.Component):
         state = Signal(range(16))
         S_IDLE, S_CHK1, S_CHK2, S_RANGE, S_MB, S_G, S_GO, S_RUN = range(8)
         rng_i = Signal(2)
+        rng_ph = Signal()                  # S_RANGE phase: 0 = register product and offset, 1 = compare
+        rng_prod = Signal(A32 + D + 2)     # (rows - 1) * stride of matrix rng_i
+        rng_off = Signal(A32 + D + 2)      # base + row bytes of matrix rng_i
         loop_n = Signal(range(max(cfg.m_block, ACCD) + 2))
         loop_p = Signal(D + 2)
         loop_s = Signal(D + 2)
@@ -343,7 +346,7 @@ class GEMMEngine(wiring.Component):
                 m.d.sync += [
                     KB.eq((Kr + R - 1) >> lgR), NB.eq((Nr + C - 1) >> lgC), RB.eq((Kr + E - 1) >> _lg(E)),
                     ldb_R.eq(stride["b"] << lgR), ldb_R1.eq((stride["b"] << lgR) - stride["b"]),
-                    rng_i.eq(0), state.eq(S_CHK2),
+                    rng_i.eq(0), rng_ph.eq(0), state.eq(S_CHK2),
                 ]
                 with m.If(code != 0):
                     m.d.sync += [err.eq(code), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
@@ -353,11 +356,12 @@ class GEMMEngine(wiring.Component):
                 m.d.sync += [WPR.eq((KB + CPW - 1) >> lgCPW), RAMP.eq((NB << lgCPW) < (4 << lgNSUB)),
                              state.eq(S_RANGE)]
             with m.Case(S_RANGE):
-                # end = base + (rows - 1) * stride + row_bytes <= capacity, one matrix per cycle
+                # end = base + (rows - 1) * stride + row_bytes <= capacity, one matrix per two cycles:
+                # the product and the offset are registered first (phase 0), so the multiplier and
+                # the compare are not one combinational path (the board top's clock)
                 rows = [Mr, Kr, Mr, Mr]
                 rowb = [Kr * ob, Nr * ob, Nr << 2, Nr * ob_out]
                 names = "abcd"
-                end = Signal(A32 + D + 2)
                 use = Signal()
                 sel_rows = Const(0, D)
                 sel_stride = Const(0, 32)
@@ -369,14 +373,18 @@ class GEMMEngine(wiring.Component):
                     sel_stride = Mux(hit, stride[names[j]], sel_stride)
                     sel_base = Mux(hit, base[names[j]], sel_base)
                     sel_rowb = Mux(hit, rowb[j], sel_rowb)
-                m.d.comb += [end.eq(sel_base + (sel_rows - 1) * sel_stride + sel_rowb),
-                             use.eq((rng_i != 2) | load_c)]
-                with m.If(use & (end > capacity)):
-                    m.d.sync += [err.eq(6), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
-                with m.Elif(rng_i == 3):
-                    m.d.sync += [state.eq(S_MB), div_q.eq(0), div_r.eq(ABUF_DEPTH), div_b.eq(QB - 1)]
+                m.d.comb += use.eq((rng_i != 2) | load_c)
+                with m.If(~rng_ph):
+                    m.d.sync += [rng_prod.eq((sel_rows - 1) * sel_stride), rng_off.eq(sel_base + sel_rowb),
+                                 rng_ph.eq(1)]
                 with m.Else():
-                    m.d.sync += rng_i.eq(rng_i + 1)
+                    m.d.sync += rng_ph.eq(0)
+                    with m.If(use & (rng_prod + rng_off > capacity)):
+                        m.d.sync += [err.eq(6), state.eq(S_IDLE), busy.eq(0), done.eq(1)]
+                    with m.Elif(rng_i == 3):
+                        m.d.sync += [state.eq(S_MB), div_q.eq(0), div_r.eq(ABUF_DEPTH), div_b.eq(QB - 1)]
+                    with m.Else():
+                        m.d.sync += rng_i.eq(rng_i + 1)
             with m.Case(S_MB):
                 # Mbmax = min(m_block, M, floor(ABUF_DEPTH / WPR)): restoring division, one quotient
                 # bit per cycle
@@ -720,8 +728,11 @@ class GEMMEngine(wiring.Component):
             m.d.sync += [ci_started.eq(0), ci_bank.eq(~ci_bank), ci_i.eq(0), ci_g.eq(0), *next_group(ci)]
             m.d.sync += [
                 ci_nbC.eq(Mux(ci["last_group"], 0, (ci["nb0"] + ci["gc"]) << lgC)),
-                ci_mrow.eq(Mux(ci["last_group"], ci_mrow + (stride["c"] * ci["mb"]), ci_mrow)),
-                ci_row.eq(Mux(ci["last_group"], ci_mrow + (stride["c"] * ci["mb"]), ci_mrow)),
+                # after the block's last row ci_row = m0's row + (mb - 1) * stride, so the next block
+                # starts one stride further (no stride x mb multiplier; without C0 the rows are not
+                # walked and not used either)
+                ci_mrow.eq(Mux(ci["last_group"], ci_row + stride["c"], ci_mrow)),
+                ci_row.eq(Mux(ci["last_group"], ci_row + stride["c"], ci_mrow)),
             ]
 
         with m.If(ci_begin):
@@ -924,7 +935,7 @@ class GEMMEngine(wiring.Component):
                 m.d.sync += [d_i.eq(d_i + 1), d_row.eq(d_row + stride["d"])]
             with m.Else():
                 m.d.sync += [d_i.eq(0), *next_group(wa_blk)]
-                nxt = d_mrow + stride["d"] * wa_blk["mb"]
+                nxt = d_row + stride["d"]        # = m0's row + mb * stride (no multiplier)
                 m.d.sync += [d_mrow.eq(Mux(wa_blk["last_group"], nxt, d_mrow)),
                              d_row.eq(Mux(wa_blk["last_group"], nxt, d_mrow))]
         aw_ok = wlen.w_rdy
