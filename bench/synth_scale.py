@@ -8,8 +8,8 @@ what it measured) and ``bench/results/synth_stages.png``. Sections (``--only``, 
     bf16 and int8 MAC (stages 0..9) and PE (stages 1..9) on ecp5-25k and ecp5-85k at 100 MHz
     requested: block LUT4 / CCU2C / FF / DSP (Yosys) and achieved Fmax (nextpnr), plus the plot.
 ``mxu85k``
-    8x8 bf16 MXU on ecp5-85k, requested 100 MHz, stages ``--mxu85k-stages`` (default 7, the
-    deepest MAC pipeline: the one with the highest MAC Fmax in ``stages``).
+    8x8 bf16 MXU without back-pressure (as the GEMM engine uses it) on ecp5-85k, requested 100 MHz,
+    stages ``--mxu85k-stages`` (default 9, the deepest MAC pipeline).
 ``up5k``
     int8 4x4 MXU (the ``ice40-int8-4x4`` preset, 1 stage) on ice40-up5k: with DSPs (16 SB_MAC16
     needed, 8 there: reported as not fitting) and with LUT multipliers (placed and routed).
@@ -115,16 +115,28 @@ def flow(tag: str, block: str, cfg, target: str, *, freq=100.0, place=True, flat
 
 
 class Results:
+    """The results file: sections are read at start and written back after every run. ``save``
+    re-reads the file and writes only the sections this process changed, so two runs of this script
+    on different sections (e.g. ``--only largest`` and ``--only stages`` side by side) keep each
+    other's results."""
+
     def __init__(self, path: Path):
         self.path = path
         self.data = json.loads(path.read_text()) if path.is_file() else {}
+        self._loaded = json.loads(json.dumps(self.data))
 
     def save(self):
         self.data["tools"] = synth.synth_tool_versions()
         self.data["machine"] = ("2-core shared machine (another engineer ran simulations at the same time); "
                                 "YoWASP (WebAssembly) builds of Yosys and nextpnr, one flow at a time, niced")
+        disk = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        for key, value in self.data.items():
+            if key not in self._loaded or self._loaded[key] != value:
+                disk[key] = value
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(disk, indent=2) + "\n")
+        tmp.replace(self.path)
 
 
 def section_stages(res: Results, targets, fmts=("bf16", "int8"), depths=None):
@@ -194,7 +206,8 @@ def plot_stages(recs):
 
 
 def section_mxu85k(res: Results, stages: int, timeout):
-    res.data["mxu85k"] = flow(f"mxu85k_bf16_8x8_s{stages}", "mxu", MXUConfig(8, 8, "bf16", "ftz", stages),
+    res.data["mxu85k"] = flow(f"mxu85k_bf16_8x8_s{stages}_nbp", "mxu",
+                              MXUConfig(8, 8, "bf16", "ftz", stages, backpressure=False),
                               "ecp5-85k", freq=100.0, pnr_timeout_s=timeout)
     res.save()
 
@@ -298,9 +311,32 @@ def section_largest(res: Results, targets, fmts, timeout, max_confirm):
             res.save()
 
 
+def stages_table(recs) -> str:
+    """The README's per-depth table (markdown) from the ``stages`` records: one row per block, format
+    and depth, Yosys cells of the block, placed LUT4 sites and Fmax per ECP5 part."""
+    def fmt_mhz(r):
+        if r is None or r.get("status") != "ok" or r.get("achieved_mhz") is None:
+            return "-"
+        return f"{r['achieved_mhz']:.1f}" + ("" if r.get("met") else " (missed)")
+
+    by = {(r["params"]["block"], r["params"]["fmt"], r["params"]["stages"], r["target"]): r for r in recs}
+    keys = sorted({k[:3] for k in by}, key=lambda k: (k[1] != "bf16", k[1], k[0] != "mac", k[2]))
+    lines = ["| block | stages | LUT4 | CCU2C | FF | DSP | placed LUT4 sites | Fmax ECP5-25k (MHz) | "
+             "Fmax ECP5-85k (MHz) | wall 25k / 85k (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for block, fmt, st in keys:
+        r25, r85 = by.get((block, fmt, st, "ecp5-25k")), by.get((block, fmt, st, "ecp5-85k"))
+        ref = r25 or r85
+        c = ref["block_cells"]
+        walls = " / ".join(f"{r['wall_s']['total_s']:.0f}" if r else "-" for r in (r25, r85))
+        lines.append(f"| {fmt} {block.upper()} | {st} | {c['lut4']:,} | {c['carry']:,} | {c['ff']:,} | {c['dsp']} | "
+                     f"{ref['utilization']['lut4']['used']:,} | {fmt_mhz(r25)} | {fmt_mhz(r85)} | {walls} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="stages,up5k,largest,mxu85k", help="comma list of sections")
+    ap.add_argument("--results", default=str(RESULTS), help=f"results JSON (default {RESULTS.relative_to(ROOT)})")
     ap.add_argument("--stage-targets", default="ecp5-25k,ecp5-85k")
     ap.add_argument("--stage-fmts", default="bf16,int8", help="formats of the stages section")
     ap.add_argument("--stage-depths", default=None,
@@ -309,7 +345,7 @@ def main(argv=None) -> int:
     ap.add_argument("--largest-fmts", default="bf16,int8,int8:lut",
                     help="formats for the largest-array search; ':lut' builds multipliers from LUTs "
                          "(iCE40 only)")
-    ap.add_argument("--mxu85k-stages", type=int, default=7)
+    ap.add_argument("--mxu85k-stages", type=int, default=MAX_STAGES)
     ap.add_argument("--pnr-timeout", type=float, default=2400.0, help="seconds per nextpnr run")
     ap.add_argument("--max-confirm", type=int, default=3)
     ap.add_argument("--largest-bf16-stages", type=int, default=2,
@@ -317,7 +353,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     global BF16_STAGES
     BF16_STAGES = args.largest_bf16_stages
-    res = Results(RESULTS)
+    res = Results(Path(args.results))
     t0 = time.perf_counter()
     for section in args.only.split(","):
         if section == "stages":
@@ -325,6 +361,8 @@ def main(argv=None) -> int:
             section_stages(res, args.stage_targets.split(","), tuple(args.stage_fmts.split(",")), depths)
         elif section == "plot":
             plot_stages(res.data["stages"])
+        elif section == "table":
+            print(stages_table(res.data["stages"]))
         elif section == "up5k":
             section_up5k(res, args.pnr_timeout)
         elif section == "mxu85k":

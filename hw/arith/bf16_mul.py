@@ -12,23 +12,24 @@ from .bits import leading_zeros
 from .formats import BF16, Product, Subnormals, PRODUCT_EXP_BITS
 
 __all__ = ["BF16Multiplier", "bf16_multiply", "bf16_decode_pair", "bf16_significand_product",
-           "bf16_normalize_product", "DECODED_PAIR", "ZERO_EXP"]
+           "bf16_normalize_product", "bf16_product_exponent", "DECODED_PAIR", "ZERO_EXP"]
 
 #: Exponent given to a zero product: below every real exponent, so a zero never wins alignment.
 ZERO_EXP = -(1 << (PRODUCT_EXP_BITS - 1))
 
 
-#: Decoded operand pair, the value at the MAC's "in" cut (30 bits): the two 8-bit significands with
-#: their hidden bits, ``exp`` = unbiased exponent of bit 14 of ``sig_a * sig_b`` (``exp_a + exp_b - 254``
-#: on biased exponents, -252..254), the product's sign and special-case flags (as in :data:`Product`).
-DECODED_PAIR = ("sig_a", "sig_b", "exp", "sign", "zero", "inf", "nan")
+#: Decoded operand pair, the value at the MAC's "in" cut (36 bits): the two 8-bit significands with
+#: their hidden bits, the two biased exponents (8 bits each, 1 for a subnormal), the product's sign
+#: and special-case flags (as in :data:`Product`). The exponent sum is left to
+#: :func:`bf16_product_exponent`, after the cut: a carry chain less in front of the register.
+DECODED_PAIR = ("sig_a", "sig_b", "exp_a", "exp_b", "sign", "zero", "inf", "nan")
 
 
 def bf16_decode_pair(m: Module, a, b, subnormals: Subnormals) -> dict:
     """Decode bf16 views ``a`` and ``b`` for the multiplier; returns a dict with the keys :data:`DECODED_PAIR`.
 
-    ``sig_a``/``sig_b``: 8 bits (hidden bit 0 for a subnormal); ``exp``: signed 10 bits; ``sign``,
-    ``zero``, ``inf``, ``nan``: 1 bit each (rules in :func:`bf16_multiply`). This is everything the
+    ``sig_a``/``sig_b``: 8 bits (hidden bit 0 for a subnormal); ``exp_a``/``exp_b``: 8-bit biased
+    exponents, 1..254; ``sign``, ``zero``, ``inf``, ``nan``: 1 bit each (rules in :func:`bf16_multiply`). This is everything the
     8 x 8 multiply and the product normalization need, so a register stage here feeds the DSP block
     straight from flip-flops (the MAC's "in" cut).
     """
@@ -46,13 +47,19 @@ def bf16_decode_pair(m: Module, a, b, subnormals: Subnormals) -> dict:
 
     sig_a, exp_a, zero_a, inf_a, nan_a = decode(a)
     sig_b, exp_b, zero_b, inf_b, nan_b = decode(b)
-    exp14 = Signal(signed(PRODUCT_EXP_BITS), name="exp_sum")  # unbiased exponent of raw bit 14
-    m.d.comb += exp14.eq(exp_a + exp_b - 254)
     nan = nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)
     inf = (inf_a | inf_b) & ~nan
     zero = (zero_a | zero_b) & ~nan & ~inf
-    return {"sig_a": sig_a, "sig_b": sig_b, "exp": exp14, "sign": a.sign ^ b.sign,
+    return {"sig_a": sig_a, "sig_b": sig_b, "exp_a": exp_a, "exp_b": exp_b, "sign": a.sign ^ b.sign,
             "zero": zero, "inf": inf, "nan": nan}
+
+
+def bf16_product_exponent(m: Module, exp_a, exp_b) -> Signal:
+    """Unbiased exponent of bit 14 of the significand product: ``exp_a + exp_b - 254`` (signed 10 bits,
+    -252..254) from the biased exponents of :func:`bf16_decode_pair`."""
+    exp14 = Signal(signed(PRODUCT_EXP_BITS), name="exp_sum")
+    m.d.comb += exp14.eq(exp_a + exp_b - 254)
+    return exp14
 
 
 def bf16_significand_product(m: Module, sig_a, sig_b) -> Signal:
@@ -96,14 +103,15 @@ def bf16_multiply(m: Module, a, b, subnormals: Subnormals):
     either is zero (in FTZ mode subnormal inputs count as zero of their sign, DAZ). The sign is always
     ``a.sign ^ b.sign``. In IEEE mode subnormal inputs are normalized through a 16-bit leading-zero
     count; in FTZ mode the product of two normal significands needs at most a 1-bit normalization.
-    The three steps (:func:`bf16_decode_pair`, :func:`bf16_significand_product`,
-    :func:`bf16_normalize_product`) are separate so the MAC can place registers between them.
+    The steps (:func:`bf16_decode_pair`, :func:`bf16_significand_product` beside
+    :func:`bf16_product_exponent`, :func:`bf16_normalize_product`) are separate so the MAC can place registers between them.
 
     Returns a value in the :data:`Product` layout (32 bits).
     """
     d = bf16_decode_pair(m, a, b, subnormals)
     raw = bf16_significand_product(m, d["sig_a"], d["sig_b"])
-    return bf16_normalize_product(m, raw, d["exp"], d["sign"], d["zero"], d["inf"], d["nan"], subnormals)
+    exp = bf16_product_exponent(m, d["exp_a"], d["exp_b"])
+    return bf16_normalize_product(m, raw, exp, d["sign"], d["zero"], d["inf"], d["nan"], subnormals)
 
 
 class BF16Multiplier(wiring.Component):

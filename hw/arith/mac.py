@@ -14,7 +14,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import check_choice, check_int
-from .bf16_mul import DECODED_PAIR, bf16_decode_pair, bf16_normalize_product, bf16_significand_product
+from .bf16_mul import bf16_decode_pair, bf16_normalize_product, bf16_product_exponent, bf16_significand_product
 from .formats import BF16, FP32, Format, Product, Subnormals, accumulator_layout, operand_layout
 from .fp8_decode import decode_fp8
 from .fp32_add import fp32_accumulate
@@ -34,8 +34,9 @@ MAX_STAGES = 9
 #: "norm1" (after the first half of the normalization), "norm" (after the normalization shift),
 #: "round" (after the rounding increment), "out" (after packing). 0-4 stages are the original set;
 #: 5-9 split the datapath further for clock rates above ~75 MHz on ECP5 (``bench/synth_scale.py``).
-#: With the "in" cut (8 and 9 stages) the operands are decoded before it and the product is
-#: normalized after "mul", so the multiplier's DSP block has flip-flops right at both ends.
+#: With the "in" cut (8 and 9 stages) the operands are decoded before it (the exponent sum after it,
+#: beside the multiplier) and the product is normalized after "mul", so the multiplier's DSP block
+#: has flip-flops right at both ends.
 FLOAT_CUTS_BY_STAGES = {
     0: (),
     1: ("align",),
@@ -127,7 +128,8 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
     sub = Subnormals(cfg.subnormals)
     r = cuts.cut("in", **bf16_decode_pair(m, a, b, sub), c=Value.cast(c), valid=valid)
     raw = bf16_significand_product(m, r["sig_a"], r["sig_b"])
-    flags = {k: r[k] for k in DECODED_PAIR if not k.startswith("sig_")}
+    flags = {"exp": bf16_product_exponent(m, r["exp_a"], r["exp_b"]),
+             **{k: r[k] for k in ("sign", "zero", "inf", "nan")}}
     if "in" in cfg.cuts:
         # 8+ stages: decode -> "in" -> 8 x 8 multiply -> "mul" -> product normalization, so the DSP
         # block sits between two flip-flop stages with no LUT on either side (on ECP5 the routes into
