@@ -170,7 +170,7 @@ def test_preset_gives_engine_parameters(files, capsys, monkeypatch):
                           capsys, monkeypatch)
     assert rc == 2 and "--fmt int8 takes integer arrays" in err
     rc, _, err = bad_call(["matmul", "a.npy", "b.npy", "--preset", "tpu-v1-int8-8x8", "--fmt", "bf16",
-                           "--out-fmt", "bf16", "--stages", "9", "-o", "C.npy"], capsys, monkeypatch)
+                           "--out-fmt", "bf16", "--stages", "10", "-o", "C.npy"], capsys, monkeypatch)
     assert rc == 2 and "--stages: must be 1..9" in err
 
 
