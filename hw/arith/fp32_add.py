@@ -209,7 +209,8 @@ class FP32Adder(wiring.Component):
         cuts: register stages to place, a subset of :data:`ADDER_CUTS` ("exp": after the exponent
             differences, "align": after the alignment shift, "add": after the add and absolute value,
             "norm1": after the first half of normalization (FTZ: the shifts by 16 and 8; IEEE: the
-            clamped shift amount), "norm": after normalization, "round": after the rounding increment, "out": after packing).
+            clamped shift amount), "norm": after normalization, "round": after the rounding
+            increment, "out": after packing).
 
     Raises:
         ValueError: unknown ``subnormals`` or cut name.
