@@ -582,6 +582,13 @@ def _progress_enabled() -> bool:
     return sys.stderr.isatty() or bool(os.environ.get("MXU_PROGRESS"))
 
 
+def _check_engine_stages(stages: int) -> None:
+    """The GEMM engine's PE depth: 1..MAX_STAGES (a MAC alone may be 0); UsageError otherwise."""
+    from hw.arith import MAX_STAGES
+    if not 1 <= stages <= MAX_STAGES:
+        raise UsageError(f"argument --stages: must be 1..{MAX_STAGES} for the GEMM engine; got {stages}")
+
+
 def _engine_params(args) -> dict:
     """--preset, then the explicit options; the GEMM engine's defaults for the rest."""
     import dataclasses
@@ -601,9 +608,7 @@ def _engine_params(args) -> dict:
         value = getattr(args, key)
         if value is not None:
             params[key] = value
-    from hw.arith import MAX_STAGES
-    if not 1 <= params["stages"] <= MAX_STAGES:
-        raise UsageError(f"argument --stages: must be 1..{MAX_STAGES} for the GEMM engine; got {params['stages']}")
+    _check_engine_stages(params["stages"])
     if args.pseudo_channels is not None:
         params["pseudo_channels"] = args.pseudo_channels
     return params
@@ -926,9 +931,7 @@ def _cmd_demo_mlp(args) -> int:
     from sim import demo_mlp, runner, toolchain
 
     stages = 2 if args.stages is None else args.stages
-    from hw.arith import MAX_STAGES
-    if not 1 <= stages <= MAX_STAGES:
-        raise UsageError(f"argument --stages: must be 1..{MAX_STAGES} for the GEMM engine; got {stages}")
+    _check_engine_stages(stages)
     try:
         toolchain.check_simulator(args.sim)
     except toolchain.SimulatorUnavailable as e:

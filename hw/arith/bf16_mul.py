@@ -12,26 +12,20 @@ from .bits import leading_zeros
 from .formats import BF16, Product, Subnormals, PRODUCT_EXP_BITS
 
 __all__ = ["BF16Multiplier", "bf16_multiply", "bf16_decode_pair", "bf16_significand_product",
-           "bf16_normalize_product", "bf16_product_exponent", "DECODED_PAIR", "ZERO_EXP"]
+           "bf16_normalize_product", "bf16_product_exponent", "ZERO_EXP"]
 
 #: Exponent given to a zero product: below every real exponent, so a zero never wins alignment.
 ZERO_EXP = -(1 << (PRODUCT_EXP_BITS - 1))
 
 
-#: Decoded operand pair, the value at the MAC's "in" cut (36 bits): the two 8-bit significands with
-#: their hidden bits, the two biased exponents (8 bits each, 1 for a subnormal), the product's sign
-#: and special-case flags (as in :data:`Product`). The exponent sum is left to
-#: :func:`bf16_product_exponent`, after the cut: a carry chain less in front of the register.
-DECODED_PAIR = ("sig_a", "sig_b", "exp_a", "exp_b", "sign", "zero", "inf", "nan")
-
-
 def bf16_decode_pair(m: Module, a, b, subnormals: Subnormals) -> dict:
-    """Decode bf16 views ``a`` and ``b`` for the multiplier; returns a dict with the keys :data:`DECODED_PAIR`.
+    """Decode bf16 views ``a`` and ``b`` for the multiplier; returns a dict (36 bits in all).
 
-    ``sig_a``/``sig_b``: 8 bits (hidden bit 0 for a subnormal); ``exp_a``/``exp_b``: 8-bit biased
-    exponents, 1..254; ``sign``, ``zero``, ``inf``, ``nan``: 1 bit each (rules in :func:`bf16_multiply`). This is everything the
-    8 x 8 multiply and the product normalization need, so a register stage here feeds the DSP block
-    straight from flip-flops (the MAC's "in" cut).
+    Keys: ``sig_a``/``sig_b``: 8 bits (hidden bit 0 for a subnormal); ``exp_a``/``exp_b``: 8-bit
+    biased exponents, 1..254 (1 for a subnormal); ``sign``, ``zero``, ``inf``, ``nan``: 1 bit each
+    (rules in :func:`bf16_multiply`). This is everything the 8 x 8 multiply and the product
+    normalization need, so a register stage here (the MAC's "in" cut) feeds the DSP block straight
+    from flip-flops; the exponent sum (:func:`bf16_product_exponent`) comes after it.
     """
     ftz = Subnormals(subnormals) is Subnormals.FTZ
 
@@ -104,7 +98,8 @@ def bf16_multiply(m: Module, a, b, subnormals: Subnormals):
     ``a.sign ^ b.sign``. In IEEE mode subnormal inputs are normalized through a 16-bit leading-zero
     count; in FTZ mode the product of two normal significands needs at most a 1-bit normalization.
     The steps (:func:`bf16_decode_pair`, :func:`bf16_significand_product` beside
-    :func:`bf16_product_exponent`, :func:`bf16_normalize_product`) are separate so the MAC can place registers between them.
+    :func:`bf16_product_exponent`, :func:`bf16_normalize_product`) are separate so the MAC can place
+    registers between them.
 
     Returns a value in the :data:`Product` layout (32 bits).
     """
