@@ -13,7 +13,8 @@ AXI4 support (AMBA AXI and ACE Protocol Specification, ARM IHI 0022, sections A3
   answered with **SLVERR** and touches no memory: a write burst's W beats are taken and dropped and
   one B with SLVERR follows; a read burst returns ARLEN + 1 beats of zeros with SLVERR, the last with
   RLAST. ``WSTRB`` is honoured byte by byte (it becomes the controller's write mask).
-* Ordering: each port serves one write burst at a time (AW, all W beats, B) and issues read bursts in
+* Ordering: each port serves one write burst at a time (AW, all W beats, B; the next AW is taken in
+  the cycle of the last W beat, so one-beat bursts run at one per cycle) and issues read bursts in
   AR order; read data returns through a reorder buffer of ``rob_depth`` beats in AR order, so the
   per-ID ordering rule holds (a stronger order than required across IDs). Writes are posted: B is
   sent when the last beat has entered the controller's queue, from where every later request to
@@ -118,7 +119,12 @@ class HBMController(wiring.Component):
             ctrls.append(c)
 
         def channel_of(addr):
-            return addr[ch_shift:ch_shift + ch_bits] if ch_bits else Const(0, 1)
+            if not ch_bits:
+                return Const(0, 1)
+            ch = addr[ch_shift:ch_shift + ch_bits]
+            for lo, width in cfg.channel_slices():   # channel_xor (HBMConfig)
+                ch = ch ^ addr[lo:lo + width]
+            return ch
 
         def bad_burst(addr, length, size, burst):
             """SLVERR conditions of an AW/AR (see the module docstring)."""
@@ -139,23 +145,29 @@ class HBMController(wiring.Component):
             w_addr = Signal(aw, name=f"p{p}_w_addr")
             w_err = Signal(name=f"p{p}_w_err")
             w_grant = Signal(name=f"p{p}_w_grant")
-            # the next AW may come in the cycle its predecessor's B is taken
-            m.d.comb += axi.awready.eq(~w_busy & (~w_resp | axi.bready))
-            with m.If(axi.awvalid & axi.awready):
-                m.d.sync += [w_busy.eq(1), w_id.eq(axi.awid), w_addr.eq(axi.awaddr),
-                             w_err.eq(bad_burst(axi.awaddr, axi.awlen, axi.awsize, axi.awburst))]
+            b_id = Signal(self.id_bits, name=f"p{p}_b_id")
+            b_err = Signal(name=f"p{p}_b_err")
             wreq_valid = Signal(name=f"p{p}_wreq_valid")
+            w_last_now = Signal(name=f"p{p}_w_last_now")
             m.d.comb += [
                 wreq_valid.eq(w_busy & ~w_err & axi.wvalid),
                 axi.wready.eq(w_busy & (w_err | w_grant)),
+                w_last_now.eq(axi.wvalid & axi.wready & axi.wlast),
             ]
-            with m.If(axi.wvalid & axi.wready):
-                m.d.sync += w_addr.eq(w_addr + bb)
-                with m.If(axi.wlast):
-                    m.d.sync += [w_busy.eq(0), w_resp.eq(1)]
-            m.d.comb += [axi.bvalid.eq(w_resp), axi.bid.eq(w_id), axi.bresp.eq(Mux(w_err, AXI_SLVERR, AXI_OKAY))]
+            # the next AW may come in the cycle the current burst's last W beat is taken (one-beat
+            # bursts then take one cycle each, not two), if the B slot is free by then: no B
+            # pending, or the pending one taken in this cycle
+            m.d.comb += axi.awready.eq((~w_busy | w_last_now) & (~w_resp | axi.bready))
             with m.If(axi.bvalid & axi.bready):
                 m.d.sync += w_resp.eq(0)
+            with m.If(axi.wvalid & axi.wready):
+                m.d.sync += w_addr.eq(w_addr + bb)
+                with m.If(axi.wlast):   # after the B clear: a new B may follow a taken one at once
+                    m.d.sync += [w_busy.eq(0), w_resp.eq(1), b_id.eq(w_id), b_err.eq(w_err)]
+            with m.If(axi.awvalid & axi.awready):   # after the W statements: a new burst wins
+                m.d.sync += [w_busy.eq(1), w_id.eq(axi.awid), w_addr.eq(axi.awaddr),
+                             w_err.eq(bad_burst(axi.awaddr, axi.awlen, axi.awsize, axi.awburst))]
+            m.d.comb += [axi.bvalid.eq(w_resp), axi.bid.eq(b_id), axi.bresp.eq(Mux(b_err, AXI_SLVERR, AXI_OKAY))]
             requesters.append((wreq_valid, channel_of(w_addr), 1, w_addr, 0, axi.wdata, axi.wstrb, w_grant))
 
             # ---------------- read side: AR -> beats into the reorder buffer
@@ -231,12 +243,15 @@ class HBMController(wiring.Component):
                 with m.Elif(clr_s):
                     m.d.sync += done[s].eq(0)
 
-        # ---------------- request arbitration: rotating priority per pseudo-channel
+        # ---------------- request arbitration: round robin per pseudo-channel
+        # The requester granted last goes to the back: after a grant to j the priority order starts
+        # at j + 1. (A pointer advancing every cycle instead is not fair: a queue taking one request
+        # every burst-length cycles sees the pointer at the same few values, and a one-beat stream
+        # beside a long burst got 1 grant in 3 instead of 1 in 2.)
         nreq = len(requesters)
-        rr = Signal(range(max(2, nreq)), name="arb_rotate")
-        m.d.sync += rr.eq(Mux(rr == nreq - 1, 0, rr + 1))
         grants = [[] for _ in range(nreq)]
         for k, c in enumerate(ctrls):
+            rr = Signal(range(max(2, nreq)), name=f"pc{k}_arb_next")
             cand = [Signal(name=f"pc{k}_cand{j}") for j in range(nreq)]
             for j, (valid, ch, *_rest) in enumerate(requesters):
                 m.d.comb += cand[j].eq(valid & (ch == k))
@@ -259,6 +274,10 @@ class HBMController(wiring.Component):
                 grants[j].append(chosen[j] & req.ready)
             for name, val in fields.items():
                 m.d.comb += getattr(req.payload, name).eq(val)
+            with m.If(req.valid & req.ready):
+                for j in range(nreq):
+                    with m.If(chosen[j]):
+                        m.d.sync += rr.eq((j + 1) % nreq)
         for j, (*_rest, granted) in enumerate(requesters):
             m.d.comb += granted.eq(Cat(*grants[j]).any())
 
