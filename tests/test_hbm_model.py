@@ -633,3 +633,38 @@ def test_address_mapping_is_a_bijection_small(mapping):
     assert seen == set(range(0, cfg.capacity_bytes, cfg.burst_bytes))
     decoded = {cfg.decode(a) for a in range(0, cfg.capacity_bytes, cfg.burst_bytes)}
     assert len(decoded) == cfg.capacity_bytes // cfg.burst_bytes
+
+
+@pytest.mark.parametrize("pcs", [2, 4])
+@pytest.mark.parametrize("mapping", MAPPINGS)
+def test_channel_xor_is_a_bijection_and_only_moves_the_channel(mapping, pcs):
+    cfg = HBMConfig(pseudo_channels=pcs, bank_groups=2, banks_per_group=2, rows=4, columns=4,
+                    address_mapping=mapping, channel_xor=True)
+    plain = HBMConfig(pseudo_channels=pcs, bank_groups=2, banks_per_group=2, rows=4, columns=4,
+                      address_mapping=mapping)
+    addrs = range(0, cfg.capacity_bytes, cfg.burst_bytes)
+    assert {cfg.encode(*cfg.decode(a)) for a in addrs} == set(addrs)
+    assert len({cfg.decode(a) for a in addrs}) == len(addrs)
+    for a in addrs:
+        assert cfg.decode(a)[1:] == plain.decode(a)[1:]
+
+
+def test_channel_xor_spreads_power_of_two_strides():
+    """With the engine's mapping (channel lowest), rows at a stride of 32 B x pseudo_channels ..
+    64 KiB (one burst each) land in one pseudo-channel without the hash and in both / all four,
+    evenly over every aligned group of ``pseudo_channels`` rows, with it; the exact 2-channel
+    sequence is the Thue-Morse parity of the row index."""
+    mapping = ("row", "bank", "bank_group", "column", "channel")
+    for pcs in (2, 4):
+        plain = HBMConfig(pseudo_channels=pcs, address_mapping=mapping)
+        cfg = HBMConfig(pseudo_channels=pcs, address_mapping=mapping, channel_xor=True)
+        for k in range(5 + pcs.bit_length() - 1, 17):
+            rows = [i << k for i in range(64)]
+            assert {plain.decode(a)[0] for a in rows} == {0}
+            chans = [cfg.decode(a)[0] for a in rows]
+            for g in range(0, 64, pcs):
+                assert sorted(chans[g:g + pcs]) == list(range(pcs)), (pcs, k, chans)
+            if pcs == 2:
+                assert chans[:8] == [0, 1, 1, 0, 1, 0, 0, 1]
+    with pytest.raises(ValueError, match=r"^channel_xor must be True or False; got 1$"):
+        HBMConfig(channel_xor=1)

@@ -200,6 +200,13 @@ class HBMConfig:
         page_policy: "open" or "closed" (:class:`PagePolicy` values).
         address_mapping: ordering of ``channel``, ``bank_group``, ``bank``, ``row``, ``column``,
             most significant first, above the byte offset inside a burst.
+        channel_xor: hash the pseudo-channel (default False): the channel is the channel field
+            XOR every ``log2(pseudo_channels)``-bit slice of the address above it, so a stream at
+            any power-of-two stride of at least two bursts (rows of a matrix, one column segment
+            per row) alternates pseudo-channels instead of staying in one (XOR interleaving, as in
+            Zhang, Zhu and Zhang, "A permutation-based page interleaving scheme", MICRO 2000).
+            :meth:`decode` and :meth:`encode` apply it; the bank, row and column fields are
+            unchanged.
         tag_bits: width of the request tag returned with read data, 1..16 bits.
         age_cap_cycles: a request waiting this many cycles switches the scheduler of its
             pseudo-channel to oldest-first until it is served (starvation bound), 1..65535 cycles.
@@ -222,6 +229,7 @@ class HBMConfig:
     max_refresh_postpone: int = 8
     page_policy: str = "open"
     address_mapping: tuple[str, ...] = ("row", "bank", "bank_group", "channel", "column")
+    channel_xor: bool = False
     tag_bits: int = 8
     age_cap_cycles: int = 512
 
@@ -248,6 +256,8 @@ class HBMConfig:
         check_choice("page_policy", self.page_policy, PagePolicy)
         check_int("tag_bits", self.tag_bits, 1, 16)
         check_int("age_cap_cycles", self.age_cap_cycles, 1, 65535)
+        if not isinstance(self.channel_xor, bool):
+            raise ValueError(f"channel_xor must be True or False; got {self.channel_xor!r}")
         mapping = self.address_mapping
         if isinstance(mapping, list):
             mapping = tuple(mapping)
@@ -356,7 +366,28 @@ class HBMConfig:
                              f"got {address}")
         shifts, bits = self.field_shifts, self.field_bits
         f = {n: (address >> shifts[n]) & ((1 << bits[n]) - 1) for n in ADDRESS_FIELDS}
-        return f["channel"], f["bank_group"], f["bank"], f["row"], f["column"]
+        return f["channel"] ^ self._channel_hash(address), f["bank_group"], f["bank"], f["row"], f["column"]
+
+    def _channel_hash(self, address: int) -> int:
+        """XOR of the ``log2(pseudo_channels)``-bit slices of ``address`` above the channel field
+        (0 without ``channel_xor``)."""
+        cb = self.field_bits["channel"]
+        if not (self.channel_xor and cb):
+            return 0
+        h, rest = 0, address >> (self.field_shifts["channel"] + cb)
+        while rest:
+            h ^= rest & ((1 << cb) - 1)
+            rest >>= cb
+        return h
+
+    def channel_slices(self) -> list[tuple[int, int]]:
+        """(shift, width) of the address slices XORed into the channel field by ``channel_xor``
+        (empty without it); the last slice may be narrower than the channel field."""
+        cb = self.field_bits["channel"]
+        if not (self.channel_xor and cb):
+            return []
+        lo = self.field_shifts["channel"] + cb
+        return [(s, min(cb, self.address_bits - s)) for s in range(lo, self.address_bits, cb)]
 
     def encode(self, channel: int, bank_group: int, bank: int, row: int, column: int) -> int:
         """``(channel, bank_group, bank, row, column)`` -> burst-aligned byte address.
@@ -370,5 +401,7 @@ class HBMConfig:
         address = 0
         for name in ADDRESS_FIELDS:
             check_int(name, values[name], 0, sizes[name] - 1)
-            address |= values[name] << shifts[name]
-        return address
+            if name != "channel":
+                address |= values[name] << shifts[name]
+        # the hash reads only bits above the channel field, so it is known before the channel bits
+        return address | (channel ^ self._channel_hash(address)) << shifts["channel"]
