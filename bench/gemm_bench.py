@@ -14,7 +14,7 @@ Writes ``bench/results/gemm_bench.json`` (``--quick``: ``gemm_bench_quick.json``
 markdown table. Usage::
 
     .venv/bin/python bench/gemm_bench.py [--quick] [--arrays 8x8,16x16] [--sim verilator|icarus]
-        [--pseudo-channels 1|2|4] [-o FILE]
+        [--pseudo-channels 1|2|4] [--shapes MxKxN,...] [-o FILE]
 
 A Verilator build of the 16x16 engine takes well over 15 minutes of C++ on a busy 2-core machine;
 the 8x8 run simulates about 340,000 cycles in 2 to 3 minutes (cocotb and the Python HBM device model
@@ -83,6 +83,7 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2) -> 
                 "utilization": round(ideal / res.cycles, 4) if res.cycles else None,
                 "predicted_utilization": round(ideal / pred, 4),
                 "faster_than_scalesim": bool(res.cycles < ss), "vs_scalesim": round(res.cycles / ss, 4),
+                "perf": res.perf,
                 "status": int(res.status), "engine_error": error, "bitexact": bad is not None and not bad,
                 "run_sim_cycles": info.get("sim_cycles"), "run_wall_s": round(wall, 2),
                 "run_build_s": info.get("build_s"), "run_cycles_per_s": info.get("cycles_per_s"),
@@ -103,6 +104,22 @@ def table(records) -> str:
     return "\n".join(lines)
 
 
+def perf_table(records) -> str:
+    """Where each GEMM's cycles go, from the engine's performance counters (``hw.engine.csr``)."""
+    lines = ["| array | PCs | M x K x N | RTL cycles | beats (FEED) | set-up | wait A | wait weights | "
+             "wait acc. bank | wait K-chain | drain |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in records:
+        p = r.get("perf") or {}
+        if not p:
+            continue
+        setup = r["cycles"] - sum(p.values())
+        lines.append(f"| {r['array']} | {r['pseudo_channels']} | {r['m']}x{r['k']}x{r['n']} | {r['cycles']:,} | "
+                     f"{p['perf_feed']:,} | {setup:,} | {p['perf_wait_a']:,} | {p['perf_wait_w']:,} | "
+                     f"{p['perf_wait_acc']:,} | {p['perf_wait_dep']:,} | {p['perf_drain']:,} |")
+    return "\n".join(lines)
+
+
 def _git_commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -117,6 +134,8 @@ def main(argv=None) -> int:
                    help=f"subset: {', '.join('x'.join(map(str, s)) for s in QUICK_SHAPES)} on 8x8 only")
     p.add_argument("--arrays", default=None, metavar="RxC,...",
                    help="array sizes to run (default: " + ",".join(f"{r}x{c}" for r, c in ARRAYS) + ")")
+    p.add_argument("--shapes", default=None, metavar="MxKxN,...",
+                   help="GEMM shapes to run instead of the standard list")
     p.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
     p.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=2,
                    help="HBM pseudo-channels of the engine's memory (default 2; peak 16 B/cycle each)")
@@ -129,6 +148,12 @@ def main(argv=None) -> int:
             arrays = [tuple(int(v) for v in a.lower().split("x")) for a in args.arrays.split(",")]
         except ValueError:
             p.error(f"--arrays: give sizes like 8x8,16x16, not {args.arrays!r}")
+    if args.shapes:
+        try:
+            shapes = [tuple(int(v) for v in s_.lower().split("x")) for s_ in args.shapes.split(",")]
+            assert all(len(s_) == 3 and min(s_) >= 1 for s_ in shapes)
+        except (ValueError, AssertionError):
+            p.error(f"--shapes: give shapes like 64x64x64,256x256x8, not {args.shapes!r}")
     out = args.out or ROOT / "bench" / "results" / ("gemm_bench_quick.json" if args.quick else "gemm_bench.json")
     t0 = time.perf_counter()
     records = run(arrays, shapes, args.sim, pseudo_channels=args.pseudo_channels)
@@ -138,6 +163,8 @@ def main(argv=None) -> int:
         "subnormals": "ftz", "seed": SEED, "quick": args.quick, "wall_s": round(time.perf_counter() - t0, 1),
         "records": records}, indent=2) + "\n")
     print(table(records))
+    print()
+    print(perf_table(records))
     print(f"\nwritten: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0 if all(r["bitexact"] for r in records) else 1
 

@@ -663,6 +663,7 @@ def _cmd_matmul(args) -> int:
         "engine_model_cycles": engine_model_cycles(m, k, n, engine),
         "ideal_cycles": ideal, "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
+        "perf": dict(result.perf),
         "status": int(result.status), "engine_error": engine_error(result.status),
         "bitexact": None, "mismatches": None,
         "build_s": _round(info.get("build_s")), "sim_cycles_per_s": _round(info.get("cycles_per_s"), 0),

@@ -41,14 +41,14 @@ class EngineParams:
 
     def engine_config(self):
         """The :class:`hw.engine.EngineConfig` (HBM: DRAMsim3 HBM2 timing, default geometry, channel
-        interleave per 32 B burst)."""
+        interleave per 32 B burst, hashed: ``channel_xor``)."""
         from hw.engine import ENGINE_ADDRESS_MAPPING, EngineConfig
         from hw.hbm.config import HBMConfig
         from hw.mxu import MXUConfig
         return EngineConfig(mxu=MXUConfig(rows=self.rows, cols=self.cols, fmt=self.fmt, subnormals=self.subnormals,
                                           stages=self.stages),
                             hbm=HBMConfig(pseudo_channels=self.pseudo_channels, queue_depth=self.queue_depth,
-                                          address_mapping=ENGINE_ADDRESS_MAPPING),
+                                          address_mapping=ENGINE_ADDRESS_MAPPING, channel_xor=True),
                             m_block=self.m_block, a_buffer_bytes=self.a_buffer_bytes, acc_entries=self.acc_entries)
 
 
@@ -70,6 +70,9 @@ class GemmResult:
     result: (M, N) float32 (int32 for int8; ml_dtypes bfloat16 when ``out == "bf16"``).
     bits: the raw result bit patterns (uint32, or uint16 for bf16 output).
     cycles: engine cycles from the start strobe to done (its CYCLES register).
+    perf: the engine's performance counters after the run, lower-case register names
+        (``hw.engine.PERF_COUNTERS``: perf_feed, perf_wait_a, perf_wait_w, perf_wait_acc,
+        perf_wait_dep, perf_drain; cycles minus their sum is the set-up).
     status: the raw STATUS register after the run: 0b10 (DONE) on success; bits [7:4] hold the
         ERROR code (``hw.engine.ERRORS``) and bit 8 BUS_ERROR.
     """
@@ -79,7 +82,7 @@ class GemmResult:
     status: int
     sim_cycles: int = 0
     clobbered_bytes: int = 0
-    extra: dict = field(default_factory=dict)
+    perf: dict = field(default_factory=dict)
 
 
 def _check_job(j: int, job: GemmJob, fmt: str) -> None:
@@ -115,7 +118,8 @@ def engine_verilog(params: EngineParams) -> Path:
 
 def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim: str = "verilator",
               waves: str | None = None, progress: bool = True, raw_jobs: list[dict] | None = None,
-              pad_bytes: int = 0, timeout_cycles: int | None = None) -> tuple[list[GemmResult], dict]:
+              pad_bytes: int = 0, timeout_cycles: int | None = None,
+              trace: str | None = None) -> tuple[list[GemmResult], dict]:
     """Run ``jobs`` one after another in one simulator process.
 
     Args:
@@ -129,6 +133,11 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
         pad_bytes: extra bytes (multiple of 32) at the end of every matrix row in memory.
         timeout_cycles: a run without ``irq`` for this many cycles fails (default: 20 x the
             array-only cycle model + 20,000).
+        trace: write a per-cycle trace there (npz: ``cmds`` (cycle, pseudo-channel, row command,
+            column command: ``hw.hbm.controller.RowCmd`` / ``ColCmd`` values, 0 = none) of every DRAM
+            command, ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready, B rvalid, A arvalid,
+            A rvalid) for every cycle;
+            Verilator only: it reads engine internals; slows the run about twofold).
 
     Returns:
         (results, run_info): run_info has ``sim_cycles``, ``wall_s``, ``build_s``, ``test_s``,
@@ -140,6 +149,7 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
         failed (an engine hang, an X on a DRAM pin, a JEDEC timing violation): the message holds the
         end of the log.
     """
+    from hw.engine import PERF_COUNTERS
     from sim.runner import build_root, run_cocotb
     from verif.cycles import gemm_cycles
 
@@ -182,7 +192,8 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
         tmp = Path(tmp)
         np.savez(tmp / "jobs.npz", **arrays) if arrays else None
         conf = {"engine": cfg.as_dict(), "jobs": specs, "out_npz": str(tmp / "out.npz"),
-                "jobs_npz": str(tmp / "jobs.npz") if arrays else None, "timeout_cycles": timeout_cycles}
+                "jobs_npz": str(tmp / "jobs.npz") if arrays else None, "timeout_cycles": timeout_cycles,
+                "trace": str(Path(trace).resolve()) if trace else None}
         stop = threading.Event()
 
         def tick():  # elapsed time on the bar while the simulator runs
@@ -216,8 +227,9 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
             value = bits.view(ml_dtypes.bfloat16)
         else:
             value = bits.view(np.int32 if fmt == "int8" else np.float32)
+        perf = {name.lower(): int(out[f"{name.lower()}{j}"]) for name in PERF_COUNTERS}
         results.append(GemmResult(value, bits, int(out[f"cycles{j}"]), status, int(out[f"sim_cycles{j}"]),
-                                  int(out.get(f"clobbered{j}", 0))))
+                                  int(out.get(f"clobbered{j}", 0)), perf))
     info = {"sim_cycles": int(out["total_cycles"]), "wall_s": time.perf_counter() - t0, "build_s": res.build_s,
             "test_s": res.test_s, "sim_wall_s": float(out["wall_s"]), "cached_build": res.cached_build}
     info["cycles_per_s"] = info["sim_cycles"] / max(1e-9, info["sim_wall_s"])

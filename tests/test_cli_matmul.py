@@ -227,7 +227,7 @@ def test_report_fields_and_outputs(files, capsys, monkeypatch):
     report = json.loads(capsys.readouterr().out)
     for key in ("m", "k", "n", "rows", "cols", "fmt", "subnormals", "sim", "cycles", "predicted_cycles",
                 "engine_model_cycles", "ideal_cycles", "scalesim_cycles", "utilization", "bitexact", "mismatches",
-                "wall_s", "status", "engine_error", "pseudo_channels", "out_fmt", "stages"):
+                "wall_s", "status", "engine_error", "pseudo_channels", "out_fmt", "stages", "perf"):
         assert key in report
     assert (report["rows"], report["cols"], report["cycles"], report["status"]) == (16, 4, 1234, 2)
     assert report["predicted_cycles"] == gemm_cycles(7, 13, 21, 16, 4, 2)
@@ -466,6 +466,8 @@ def test_matmul_command_end_to_end(simulator, seed, tmp_path, monkeypatch, capsy
     assert report["cycles"] >= report["engine_model_cycles"] >= report["predicted_cycles"] > 0
     assert report["scalesim_cycles"] == 2 * 3 * (16 + 8 + 7 - 2)
     assert report["utilization"] == round(7 * 13 * 21 / 64 / report["cycles"], 4)
+    perf = report["perf"]   # the engine's counters: one FEED per beat, the rest inside CYCLES
+    assert perf["perf_feed"] == 7 * 2 * 3 and 0 < report["cycles"] - sum(perf.values()) <= 64, perf
     assert not list(tmp_path.glob("out/.*"))                # no temporary file left behind
     if simulator != "verilator":
         return

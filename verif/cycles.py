@@ -156,6 +156,7 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
     while g < nb and (g + 1) * mb_max <= config.acc_entries and g * msmall < dep:
         g += 1
     minm = 2 * R + C - 1
+    tail = max(minm, dep)
     ramp = nb * cpw < 4 * nsub
     blocks = []
     m0 = 0
@@ -176,6 +177,8 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
             mb = rem - minm
         else:
             mb = min((rem + 1) // 2, cap0)
+        if mb == rem and rem >= tail + minm:   # a short last block: less write-back after it
+            mb = rem - tail
         blocks.append(mb)
         m0 += mb
     tiles = []

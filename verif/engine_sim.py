@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from amaranth.sim import Simulator
 
-from hw.engine import REG, EngineConfig, GEMMEngine
+from hw.engine import PERF_COUNTERS, REG, EngineConfig, GEMMEngine
 from verif.gemm_host import FILL, layout, register_writes
 
 __all__ = ["AxiMemory", "run_engine_amaranth"]
@@ -212,9 +212,10 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
                 assert t < max_cycles, f"job {j}: no irq within {max_cycles} cycles (engine hang)"
             status = await axil_read(REG["STATUS"].offset)
             cyc = await axil_read(REG["CYCLES"].offset)
+            perf = {name: await axil_read(REG[name].offset) for name in PERF_COUNTERS}
             await axil_write(REG["STATUS"].offset, 0b10)
             assert not ctx.get(eng.irq), "irq stays high after DONE was cleared"
-            res = {"status": status, "cycles": cyc, "layout": lay, "mem": mem, "a_beats": list(a_beats)}
+            res = {"status": status, "cycles": cyc, "perf": perf, "layout": lay, "mem": mem, "a_beats": list(a_beats)}
             a_beats.clear()
             if lay is not None:
                 # every byte written must be a result byte of this job

@@ -59,7 +59,7 @@ def board_engine_config(mxu: MXUConfig | None = None, *, memory_kib: int = 64, p
                          f"({unit_kib // pseudo_channels} KiB per pseudo-channel row); got {memory_kib}")
     rows = memory_kib // unit_kib
     hbm = HBMConfig(pseudo_channels=pseudo_channels, rows=rows, queue_depth=queue_depth,
-                    address_mapping=ENGINE_ADDRESS_MAPPING)
+                    address_mapping=ENGINE_ADDRESS_MAPPING, channel_xor=True)
     return EngineConfig(mxu=mxu, hbm=hbm, m_block=m_block, a_buffer_bytes=a_buffer_bytes, acc_entries=m_block,
                         rob_depth=16)
 

@@ -17,7 +17,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["Reg", "REGISTERS", "REG", "axi4lite_signature", "CSRBlock", "register_table_markdown",
-           "ENGINE_ID"]
+           "ENGINE_ID", "PERF_COUNTERS"]
 
 ENGINE_ID = 0x4D585531  # "MXU1"
 
@@ -56,7 +56,24 @@ REGISTERS: tuple[Reg, ...] = (
     Reg("D_STRIDE", 0x3C, "RW", 0, "bytes between rows of D, a multiple of 32, >= N * result bytes"),
     Reg("CYCLES", 0x40, "RO", 0, "clock cycles of the last run, from the START write to DONE"),
     Reg("MAX_K", 0x44, "RO", 0, "largest K the activation buffer holds (the reset value is it)"),
+    # performance counters of the last run (cleared by START, counting while BUSY and not DONE); every
+    # cycle of CYCLES is in exactly one of them or in the set-up (CYCLES minus their sum: descriptor
+    # checks and blocking before the first beat can be offered)
+    Reg("PERF_FEED", 0x48, "RO", 0, "cycles the MXU took an activation beat: M * ceil(K/R) * ceil(N/C) "
+        "in every run"),
+    Reg("PERF_WAIT_A", 0x4C, "RO", 0, "cycles without a beat because its row of A was not in the A bank "
+        "yet (A loader behind: HBM latency or bandwidth)"),
+    Reg("PERF_WAIT_W", 0x50, "RO", 0, "cycles a tile's first beat waited for the tile's weights (weight "
+        "loader behind)"),
+    Reg("PERF_WAIT_ACC", 0x54, "RO", 0, "cycles without a beat because no accumulator bank was free "
+        "(write-back of an earlier group, or the initial C, not done)"),
+    Reg("PERF_WAIT_DEP", 0x58, "RO", 0, "cycles without a beat because the partial sums it continues "
+        "were still in the array (K-chain dependency)"),
+    Reg("PERF_DRAIN", 0x5C, "RO", 0, "cycles from the cycle after the last beat to DONE (array latency "
+        "and the last write-back)"),
 )
+#: the performance counters, in register order
+PERF_COUNTERS = tuple(r.name for r in REGISTERS if r.name.startswith("PERF_"))
 REG = {r.name: r for r in REGISTERS}
 
 
@@ -90,6 +107,7 @@ class CSRBlock(wiring.Component):
         irq_en: Out(1), CTRL[1].
         done_clear: Out(1), one-cycle strobe on a write of 1 to STATUS[1].
         status: In(32), cycles: In(32): the read-only STATUS and CYCLES values.
+        perf_<NAME>: In(32) for every register of :data:`PERF_COUNTERS` (read-only).
 
     Args:
         config_word: the CONFIG register value; max_k: the MAX_K register value.
@@ -103,6 +121,8 @@ class CSRBlock(wiring.Component):
                    "done_clear": Out(1), "status": In(32), "cycles": In(32)}
         for name in self.RW:
             members[f"reg_{name}"] = Out(32)
+        for name in PERF_COUNTERS:
+            members[f"perf_{name}"] = In(32)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -149,6 +169,7 @@ class CSRBlock(wiring.Component):
         values.update({"ID": Const(ENGINE_ID, 32), "CONFIG": Const(self.config_word, 32),
                        "CTRL": Cat(Const(0, 1), irq_en), "STATUS": self.status, "CYCLES": self.cycles,
                        "MAX_K": Const(self.max_k, 32)})
+        values.update({name: getattr(self, f"perf_{name}") for name in PERF_COUNTERS})
         raddr = a.araddr[2:]
         value = Const(0, 32)
         for r in REGISTERS:

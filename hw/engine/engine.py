@@ -17,13 +17,16 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
 * **A loader** (AXI port ``mem_a``): reads the m-block's rows of A (``RB = ceil(K*ob/32)`` beats each)
   into one of two A banks (ping-pong: the next m-block loads while the current one computes). Each bank
   holds ``a_buffer_bytes``; one A row must fit, so ``K <= a_buffer_bytes / ob`` (register MAX_K).
-  The first m-block is read in passes of ``2 * ceil(R*ob/32)`` beats of every row, and the feeder
+  Every m-block is read in passes of ``2 * ceil(R*ob/32)`` beats of every row, and the feeder
   starts a k-block as soon as the passes holding it are stored: the GEMM's first tile waits for
-  ``Mb * 2`` beats instead of ``Mb * RB``. Later m-blocks are read row by row (long bursts, few DRAM
-  rows open). When an A beat feeds fewer than 4 tile beats (``NB * CPW / NSUB < 4``, e.g. N <= C on
-  an 8 x 8 bf16 array) the m-blocks *ramp*: the second block has the first block's cap, each later
-  one ``max(1, cap / 2)`` rows more (1.5 times, up to ``Mb``), so every block's A load fits under
-  the compute of the block before it.
+  ``Mb * 2`` beats instead of ``Mb * RB``, and a block whose load is still running when the block
+  before it ends (the memory is busy with weights too) starts as soon as its first k-blocks are in
+  (reading whole rows instead cost 8x8 256x256x8 428 cycles of waiting for A). When an A beat feeds
+  fewer than 4 tile beats (``NB * CPW / NSUB < 4``, e.g. N <= C on an 8 x 8 bf16 array) the
+  m-blocks *ramp*: the second block has the first block's cap, each later one ``max(1, cap / 2)``
+  rows more (1.5 times, up to ``Mb``), so every block's A load fits under the compute of the block
+  before it. The last block is cut to ``TAIL = max(2R + C - 1, D + 16)`` rows when both parts keep
+  at least 2R + C - 1 rows: only the last block's write-back runs after the array is done.
 * **Weight loader** (``mem_w``): reads each tile's R rows of B (row R-1 first, the order the MXU's
   weight chain wants), C columns each, into a FIFO feeding the MXU's double-buffered weights.
 * **C0 loader** (``mem_c`` read side) and **accumulator**: two banks of ``acc_entries`` entries of C
@@ -68,7 +71,7 @@ from ..config import check_int
 from ..hbm.axi import axi4_signature
 from ..hbm.config import HBMConfig
 from ..mxu import MXU, MXUConfig
-from .csr import CSRBlock, axi4lite_signature
+from .csr import PERF_COUNTERS, CSRBlock, axi4lite_signature
 from .dma import BurstSplitter
 
 __all__ = ["EngineConfig", "GEMMEngine", "ERRORS", "DIM_BITS", "FMT_CODES", "ENGINE_ADDRESS_MAPPING"]
@@ -77,12 +80,14 @@ DIM_BITS = 20  #: M, K, N are 1 .. 2**20 - 1
 #: Default address mapping of the engine's memory: the pseudo-channel is the lowest field above the
 #: burst offset, so consecutive 32 B bursts alternate pseudo-channels and one sequential stream (an A
 #: row, a result row) uses every pseudo-channel at once; the columns above it keep each channel's
-#: accesses inside its open DRAM row.
+#: accesses inside its open DRAM row. The engine's memories also hash the channel
+#: (``HBMConfig.channel_xor``): matrix rows at a power-of-two stride (a weight tile's rows of B, the
+#: result rows of one n-block) then alternate pseudo-channels instead of all landing in one.
 ENGINE_ADDRESS_MAPPING = ("row", "bank", "bank_group", "column", "channel")
 BEAT_BYTES = 32
-#: A chunks (NSUB beats each) per row per pass when the first m-block is read (2: one beat in each
-#: of two pseudo-channels for chunks of at most one beat)
-FIRST_PASS_CHUNKS = 2
+#: A chunks (NSUB beats each) per row per pass when an m-block is read (2: one beat in each of two
+#: pseudo-channels for chunks of at most one beat)
+PASS_CHUNKS = 2
 
 #: STATUS.ERROR codes (checked in this order; the first failing check is reported).
 ERRORS = {
@@ -116,7 +121,7 @@ class EngineConfig:
             buffer row is then a whole number of 32 B beats or a power-of-two part of one).
         hbm: the memory (:class:`~hw.hbm.config.HBMConfig`); its ``address_bits`` set the AXI address
             width, ``burst_bytes`` must be 32 (default: HBM2 geometry with
-            :data:`ENGINE_ADDRESS_MAPPING`).
+            :data:`ENGINE_ADDRESS_MAPPING` and ``channel_xor``).
         m_block: most activation rows per m-block, 1..65536 (default 128).
         m_first: most rows of the first m-block, 1..65536, at most m_block in effect (default None:
             max(2R + C - 1, D + 2), the shortest block whose partial sums are back in the
@@ -133,7 +138,8 @@ class EngineConfig:
     """
 
     mxu: MXUConfig = field(default_factory=MXUConfig)
-    hbm: HBMConfig = field(default_factory=lambda: HBMConfig(address_mapping=ENGINE_ADDRESS_MAPPING))
+    hbm: HBMConfig = field(default_factory=lambda: HBMConfig(address_mapping=ENGINE_ADDRESS_MAPPING,
+                                                             channel_xor=True))
     m_block: int = 128
     m_first: int | None = None
     a_buffer_bytes: int = 32768
@@ -419,7 +425,8 @@ class GEMMEngine(wiring.Component):
         # ================= shared loop helpers ===========================================
 
         MINM = 2 * R + C - 1
-        QF = FIRST_PASS_CHUNKS * NSUB      # beats per row per pass of the first m-block (both channels)
+        TAIL = max(MINM, DEP_BEATS)        # rows of a cut last m-block (one n-block per group)
+        QF = PASS_CHUNKS * NSUB            # beats per row per pass of an m-block (both channels)
 
         def blocks(p):
             """m-block / group position of one process: m0, nb0 and the derived sizes."""
@@ -438,11 +445,14 @@ class GEMMEngine(wiring.Component):
             # compute per A beat) Mfirst again and 1.5x per block (+ max(1, cap / 2) rows), so each
             # block's A load fits under the previous block's compute (a 1.125x variant, not kept,
             # was not better on 8x8 256x256x8: 9,224 vs 9,207 cycles, within refresh-phase noise).
+            # The last block is cut to TAIL rows when both parts stay >= MINM: its rows are written
+            # back after its last k-block, so a short last block exposes less write-back.
             cap = s["cap"]
-            mb_v = Mux(rem_m <= cap, rem_m,
+            mb_p = Mux(rem_m <= cap, rem_m,
                        Mux(rem_m >= cap + MINM, cap,
                            Mux(rem_m <= Mbmax, rem_m,
                                Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
+            mb_v = Mux((mb_p == rem_m) & (rem_m >= TAIL + MINM), rem_m - TAIL, mb_p)
             # n-blocks of this block's groups: the fewest whose rows cover DEP_BEATS (a long block
             # needs fewer than G, so its last group's write-back is shorter), at most G
             # (mb * j < DEP_BEATS is mb < ceil(DEP_BEATS / j): constants, no multiplier per j; the
@@ -471,8 +481,8 @@ class GEMMEngine(wiring.Component):
 
         def pass_beats(s, pb):
             """(beats per row of a pass, beats of this row in the pass at beat pb): passes of QF
-            beats in the first m-block, one pass of RB beats in the others."""
-            q = Mux(s["m0"] == 0, min_(QF, RB), RB)
+            beats (the last pass of a row may be shorter)."""
+            q = min_(QF, RB)
             return q, min_(q, RB - pb)
 
         def next_group(s):
@@ -525,10 +535,11 @@ class GEMMEngine(wiring.Component):
             return sp
 
         # ================= A loader =====================================================
-        # The first m-block is read in *passes* of QF beats of every row (pass p: beats [p*QF,
+        # Every m-block is read in *passes* of QF beats of every row (pass p: beats [p*QF,
         # (p+1)*QF) of rows 0..mb-1), so its first k-blocks can run after ~mb*QF beats instead of
-        # the whole block (mb*RB beats); the other blocks are read row by row (one pass of RB beats),
-        # which keeps each pseudo-channel inside few open DRAM rows.
+        # the whole block (mb*RB beats). (Later blocks were once read row by row, for long bursts in
+        # few open DRAM rows; with the weights sharing the memory that made a block wait for its
+        # whole load.)
         ai = blocks("ai")
         sp_a = splitter("split_a", self.mem_a)
         ai_i = Signal(range(cfg.m_block + 1))
@@ -868,6 +879,35 @@ class GEMMEngine(wiring.Component):
         a_vec = Cat(*(Mux(r < s1_lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
         c_vec = Mux(s1_zero_c, 0, Mux(s1_cbank, acc[1][1].data, acc[0][1].data))
         m.d.comb += [mxu.act.valid.eq(s1_valid), mxu.act.payload.as_value().eq(Cat(a_vec, c_vec, s1_swap))]
+
+        # ================= performance counters =========================================
+        # Each cycle of a run is one of: a beat taken (FEED), the beat offered but its tile's weights
+        # not committed (WAIT_W), or no beat offered, for the reason the feeder had when stage 1 last
+        # loaded (registered with it, so the reason lines up with the empty cycle): set-up (not
+        # counted), A not stored, accumulator bank not free, K-chain dependency, or the feeder
+        # finished (DRAIN).
+        W_SETUP, W_A, W_ACC, W_DEP, W_DRAIN = range(5)
+        why = Signal(3)
+        s1_why = Signal(3)
+        m.d.comb += why.eq(Mux(~run, W_SETUP, Mux(fd["fin"], W_DRAIN, Mux(~f_a_ok, W_A,
+                                                                           Mux(f_state != ACC_READY, W_ACC, W_DEP)))))
+        with m.If(load):
+            m.d.sync += s1_why.eq(why)
+        perf = {name: Signal(32, name=name.lower()) for name in PERF_COUNTERS}
+        for name in PERF_COUNTERS:
+            m.d.comb += getattr(csr, f"perf_{name}").eq(perf[name])
+        with m.If((state == S_IDLE) & csr.start):
+            m.d.sync += [v.eq(0) for v in perf.values()]
+        with m.Elif(busy & ~done):
+            with m.If(mxu.act.valid & mxu.act.ready):
+                m.d.sync += perf["PERF_FEED"].eq(perf["PERF_FEED"] + 1)
+            with m.Elif(mxu.act.valid):
+                m.d.sync += perf["PERF_WAIT_W"].eq(perf["PERF_WAIT_W"] + 1)
+            with m.Else():
+                for code, name in ((W_A, "PERF_WAIT_A"), (W_ACC, "PERF_WAIT_ACC"), (W_DEP, "PERF_WAIT_DEP"),
+                                   (W_DRAIN, "PERF_DRAIN")):
+                    with m.If(s1_why == code):
+                        m.d.sync += perf[name].eq(perf[name] + 1)
 
         # ================= collector ====================================================
         co = blocks("co")

@@ -27,7 +27,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from hw.engine import ENGINE_ID, REG, EngineConfig
+from hw.engine import ENGINE_ID, PERF_COUNTERS, REG, EngineConfig
 from verif.gemm_host import FILL, check_untouched, layout, peek_matrix, poke_matrix, register_writes
 from verif.hbm_device import HBMDevice
 from verif.hbm_harness import _COL, _ROW
@@ -48,6 +48,10 @@ class Device:
             "wdata", "wmask", "wdata_valid", "rdata", "rdata_valid")} for k in range(n)]
         self.driven = [False] * n
         self.last_col_cycle = 0
+        # CFG["trace"]: record every DRAM command and, each cycle, the engine's feeder state
+        self.trace = CFG.get("trace")
+        self.cmds = []
+        self.samples = []
 
     async def run(self):
         dev, bb = self.device, self.config.burst_bytes
@@ -61,6 +65,8 @@ class Device:
                 if not (row.is_resolvable and col.is_resolvable and wv.is_resolvable):
                     raise AssertionError(f"cycle {c}: pc{k} command pins are X/Z")
                 row, col, wv = int(row), int(col), int(wv)
+                if self.trace and (row or col):
+                    self.cmds.append((c, k, row, col))
                 if row:
                     dev.command(c, k, _ROW[row], int(p["row_bg"].value), int(p["row_bank"].value),
                                 int(p["row_row"].value), 0)
@@ -70,6 +76,13 @@ class Device:
                                 int(p["col_row"].value), int(p["col_column"].value))
                 if wv:
                     dev.write_data(c, k, int(p["wdata"].value).to_bytes(bb, "little"), int(p["wmask"].value))
+            if self.trace:
+                e = self.dut.engine
+                d = self.dut
+                self.samples.append((c, int(e.mxu.act__valid.value), int(e.mxu.act__ready.value),
+                                     int(e.s1_why.value), int(d.axi1__arvalid.value), int(d.mem_w__arready.value),
+                                     int(d.mem_w__rvalid.value), int(d.axi0__arvalid.value),
+                                     int(d.mem_a__rvalid.value)))
             got = dev.tick(c)
             hits = {rd.pc: rd for rd in got}
             for k, p in enumerate(self.pins):
@@ -146,6 +159,8 @@ async def gemm_jobs(dut):
         sim_cycles = dev.cycle - c0
         status = await rd("STATUS")
         cycles = await rd("CYCLES")
+        for name in PERF_COUNTERS:
+            results[f"{name.lower()}{j}"] = np.array(await rd(name))
         await wr(REG["STATUS"].offset, 0b10)  # clear DONE
         await ClockCycles(dut.clk, 2)
         assert not int(dut.irq.value), f"job {j}: irq still high after DONE was cleared"
@@ -166,3 +181,6 @@ async def gemm_jobs(dut):
     results["total_cycles"] = np.array(dev.cycle)
     results["wall_s"] = np.array(wall)
     np.savez(CFG["out_npz"], **results)
+    if dev.trace:
+        np.savez(dev.trace, cmds=np.array(dev.cmds, dtype=np.int64).reshape(-1, 4),
+                 samples=np.array(dev.samples, dtype=np.int64).reshape(-1, 9))
