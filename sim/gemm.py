@@ -136,7 +136,7 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
         trace: write a per-cycle trace there (npz: ``cmds`` (cycle, pseudo-channel, row command,
             column command: ``hw.hbm.controller.RowCmd`` / ``ColCmd`` values, 0 = none) of every DRAM
             command, ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready, B rvalid, A arvalid,
-            A rvalid) for every cycle;
+            A rvalid, accumulator bank 0 and 1 states, C0 rvalid, result W beat) for every cycle;
             Verilator only: it reads engine internals; slows the run about twofold).
 
     Returns:

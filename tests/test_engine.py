@@ -213,3 +213,20 @@ def test_cycle_model_blocking_matches_the_rtl_rule():
     # groups: 2 n-blocks for the 25-row block (25 < D + 16 = 39 beats), 1 for the 39-row one
     assert engine_blocking(64, 64, 64, cfg)["block_g"] == [2, 1]
     assert engine_blocking(1, 256, 256, cfg)["g"] == 32
+
+
+def test_group_starts_while_its_initial_c_loads():
+    """A group with FLAGS.LOAD_C starts k-block 0 as soon as the C0 rows it feeds are stored, not
+    after the whole C0 load (the C0 beats wait while the collector writes the same bank). 4x4 engine,
+    96x16x8 with C0, a memory withholding each beat with probability 0.5 (seed 5): bit-exact, and
+    the cycles without a free accumulator drop from 59 (whole-load rule) to 41, the run from 944 to
+    919 cycles."""
+    rng = np.random.default_rng(3)
+    cfg = EngineConfig(mxu=MXUConfig(rows=4, cols=4), hbm=HBM1, m_block=32, acc_entries=32)
+    a = as_format(rng.standard_normal((96, 16)).astype(np.float32), "bf16")
+    b = as_format(rng.standard_normal((16, 8)).astype(np.float32), "bf16")
+    c = rng.standard_normal((96, 8)).astype(np.float32)
+    jobs = [{"a": a, "b": b, "c": c}]
+    res = run_engine_amaranth(cfg, jobs, seed=5, stall_p=0.5)
+    check(cfg, jobs, res)
+    assert res[0]["perf"]["PERF_WAIT_ACC"] < 59, res[0]["perf"]

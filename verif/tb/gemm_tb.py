@@ -82,7 +82,8 @@ class Device:
                 self.samples.append((c, int(e.mxu.act__valid.value), int(e.mxu.act__ready.value),
                                      int(e.s1_why.value), int(d.axi1__arvalid.value), int(d.mem_w__arready.value),
                                      int(d.mem_w__rvalid.value), int(d.axi0__arvalid.value),
-                                     int(d.mem_a__rvalid.value)))
+                                     int(d.mem_a__rvalid.value), int(e.acc0_state.value), int(e.acc1_state.value),
+                                     int(d.mem_c__rvalid.value), int(d.axi2__wvalid.value & d.mem_c__wready.value)))
             got = dev.tick(c)
             hits = {rd.pc: rd for rd in got}
             for k, p in enumerate(self.pins):
@@ -183,4 +184,4 @@ async def gemm_jobs(dut):
     np.savez(CFG["out_npz"], **results)
     if dev.trace:
         np.savez(dev.trace, cmds=np.array(dev.cmds, dtype=np.int64).reshape(-1, 4),
-                 samples=np.array(dev.samples, dtype=np.int64).reshape(-1, 9))
+                 samples=np.array(dev.samples, dtype=np.int64).reshape(-1, 13))
