@@ -156,10 +156,11 @@ def main(argv=None) -> int:
             p.error(f"--shapes: give shapes like 64x64x64,256x256x8, not {args.shapes!r}")
     out = args.out or ROOT / "bench" / "results" / ("gemm_bench_quick.json" if args.quick else "gemm_bench.json")
     t0 = time.perf_counter()
+    commit = _git_commit()   # before the run: the RTL is generated from the tree as it is now
     records = run(arrays, shapes, args.sim, pseudo_channels=args.pseudo_channels)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "benchmark": "bench/gemm_bench.py", "git_commit": _git_commit(), "sim": args.sim, "fmt": "bf16",
+        "benchmark": "bench/gemm_bench.py", "git_commit": commit, "sim": args.sim, "fmt": "bf16",
         "subnormals": "ftz", "seed": SEED, "quick": args.quick, "wall_s": round(time.perf_counter() - t0, 1),
         "records": records}, indent=2) + "\n")
     print(table(records))
