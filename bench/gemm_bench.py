@@ -14,7 +14,7 @@ Writes ``bench/results/gemm_bench.json`` (``--quick``: ``gemm_bench_quick.json``
 markdown table. Usage::
 
     .venv/bin/python bench/gemm_bench.py [--quick] [--arrays 8x8,16x16] [--sim verilator|icarus]
-        [--pseudo-channels 1|2|4] [--shapes MxKxN,...] [-o FILE]
+        [--pseudo-channels 1|2|4] [--shapes MxKxN,...] [--a-buffer-kib KIB] [-o FILE]
 
 A Verilator build of the 16x16 engine takes well over 15 minutes of C++ on a busy 2-core machine;
 the 8x8 run simulates about 340,000 cycles in 2 to 3 minutes (cocotb and the Python HBM device model
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 import subprocess
 import sys
 import time
@@ -56,11 +57,14 @@ def _jobs(shapes, rng) -> list[GemmJob]:
     return jobs
 
 
-def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2) -> list[dict]:
+def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
+        a_buffer_bytes: int | None = None) -> list[dict]:
     records = []
     for rows, cols in arrays:
         params = EngineParams(rows=rows, cols=cols, fmt="bf16", subnormals="ftz", stages=stages,
                               pseudo_channels=pseudo_channels)
+        if a_buffer_bytes:
+            params = replace(params, a_buffer_bytes=a_buffer_bytes)
         jobs = _jobs(shapes, np.random.default_rng(SEED))
         t0 = time.perf_counter()
         results, info = run_gemms(jobs, params, sim=sim, progress=sys.stderr.isatty())
@@ -76,7 +80,8 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2) -> 
             pred = gemm_cycles(m, k, n, rows, cols, stages)
             records.append({
                 "array": f"{rows}x{cols}", "rows": rows, "cols": cols, "stages": stages,
-                "pseudo_channels": params.pseudo_channels, "m": m, "k": k, "n": n,
+                "pseudo_channels": params.pseudo_channels, "a_buffer_bytes": params.a_buffer_bytes,
+                "m": m, "k": k, "n": n,
                 "cycles": int(res.cycles), "predicted_cycles": pred, "overhead_cycles": int(res.cycles) - pred,
                 "engine_model_cycles": engine_model_cycles(m, k, n, params),
                 "ideal_cycles": ideal, "scalesim_cycles": ss,
@@ -139,6 +144,8 @@ def main(argv=None) -> int:
     p.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
     p.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=2,
                    help="HBM pseudo-channels of the engine's memory (default 2; peak 16 B/cycle each)")
+    p.add_argument("--a-buffer-kib", type=int, default=None, metavar="KIB",
+                   help="bytes per A bank in KiB (default: the engine's, 32 KiB)")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="JSON file (default bench/results/gemm_bench.json, or gemm_bench_quick.json)")
     args = p.parse_args(argv)
@@ -157,7 +164,8 @@ def main(argv=None) -> int:
     out = args.out or ROOT / "bench" / "results" / ("gemm_bench_quick.json" if args.quick else "gemm_bench.json")
     t0 = time.perf_counter()
     commit = _git_commit()   # before the run: the RTL is generated from the tree as it is now
-    records = run(arrays, shapes, args.sim, pseudo_channels=args.pseudo_channels)
+    records = run(arrays, shapes, args.sim, pseudo_channels=args.pseudo_channels,
+                  a_buffer_bytes=args.a_buffer_kib * 1024 if args.a_buffer_kib else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "benchmark": "bench/gemm_bench.py", "git_commit": commit, "sim": args.sim, "fmt": "bf16",
