@@ -171,6 +171,9 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
             mb = rem
         elif rem - cap0 >= minm:
             mb = cap0
+            # look-ahead: the rest would fit neither one block nor two of at least minm rows
+            if cap0 == mb_max and 2 * cap0 < rem < cap0 + 2 * minm and rem >= 3 * minm:
+                mb = rem - 2 * minm
         elif rem <= mb_max:
             mb = rem
         elif rem - minm >= minm:

@@ -451,9 +451,16 @@ class GEMMEngine(wiring.Component):
             # was not better on 8x8 256x256x8: 9,224 vs 9,207 cycles, within refresh-phase noise).
             # The last block is cut to TAIL rows when both parts stay >= MINM: its rows are written
             # back after its last k-block, so a short last block exposes less write-back.
+            # Look-ahead (cap == Mbmax < 2 * MINM, e.g. 16x16 bf16 at K = 256: 64-row A banks,
+            # MINM = 47): when the rows after a full block would be too many for one block and too
+            # few for two of MINM, this block takes rem - 2 * MINM rows and two MINM-row blocks
+            # follow (blocks 49, 64, 49, 47, 47 for M = 256 instead of 49, 64, 64, 40, 39, whose
+            # short tiles cost 3,291 cycles).
             cap = s["cap"]
+            look = ((cap == Mbmax) & (rem_m > (cap << 1)) & (rem_m < cap + 2 * MINM)
+                    & (rem_m >= 3 * MINM))
             mb_p = Mux(rem_m <= cap, rem_m,
-                       Mux(rem_m >= cap + MINM, cap,
+                       Mux(rem_m >= cap + MINM, Mux(look, rem_m - 2 * MINM, cap),
                            Mux(rem_m <= Mbmax, rem_m,
                                Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
             mb_v = Mux((mb_p == rem_m) & (rem_m >= TAIL + MINM), rem_m - TAIL, mb_p)
