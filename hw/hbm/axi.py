@@ -149,15 +149,20 @@ class HBMController(wiring.Component):
             b_err = Signal(name=f"p{p}_b_err")
             wreq_valid = Signal(name=f"p{p}_wreq_valid")
             w_last_now = Signal(name=f"p{p}_w_last_now")
+            # one B slot: a burst's last W beat is taken only when the slot is free by then (no B
+            # pending, or the pending one taken in this cycle), else the earlier B would be lost
+            b_free = Signal(name=f"p{p}_b_free")
+            w_ok = Signal(name=f"p{p}_w_ok")
             m.d.comb += [
-                wreq_valid.eq(w_busy & ~w_err & axi.wvalid),
-                axi.wready.eq(w_busy & (w_err | w_grant)),
+                b_free.eq(~w_resp | axi.bready),
+                w_ok.eq(~axi.wlast | b_free),
+                wreq_valid.eq(w_busy & ~w_err & axi.wvalid & w_ok),
+                axi.wready.eq(w_busy & ((w_err & w_ok) | w_grant)),
                 w_last_now.eq(axi.wvalid & axi.wready & axi.wlast),
             ]
             # the next AW may come in the cycle the current burst's last W beat is taken (one-beat
-            # bursts then take one cycle each, not two), if the B slot is free by then: no B
-            # pending, or the pending one taken in this cycle
-            m.d.comb += axi.awready.eq((~w_busy | w_last_now) & (~w_resp | axi.bready))
+            # bursts then take one cycle each, not two), if the B slot is free by then
+            m.d.comb += axi.awready.eq((~w_busy | w_last_now) & b_free)
             with m.If(axi.bvalid & axi.bready):
                 m.d.sync += w_resp.eq(0)
             with m.If(axi.wvalid & axi.wready):
