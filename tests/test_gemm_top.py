@@ -52,3 +52,27 @@ def test_bad_descriptor_through_the_register_port(simulator):
     results, _ = run_gemms([], SMALL, sim=simulator, progress=False, raw_jobs=raw)
     assert [r.status for r in results] == [(1 << 4) | 0b10, (6 << 4) | 0b10]
     assert all(r.cycles < 20 for r in results)
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", ["verilator"], indirect=True)
+def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
+    """``run_gemms(trace=...)`` on the default 8x8 engine, 8x8x8 bf16: the trace holds exactly the
+    DRAM traffic of the GEMM (8 A rows + 8 B rows = 16 RD bursts, 8 result rows = 8 WR bursts, one
+    32 B burst each) and one array feed per PERF_FEED count (8 beats)."""
+    from hw.hbm.controller import ColCmd
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    a = to_format(rng.standard_normal((8, 8)).astype(np.float32), "bf16")
+    b = to_format(rng.standard_normal((8, 8)).astype(np.float32), "bf16")
+    path = tmp_path / "trace.npz"
+    results, _ = run_gemms([GemmJob(a, b)], EngineParams(), sim=simulator, progress=False, trace=str(path))
+    r = results[0]
+    assert r.status == 0b10 and np.array_equal(r.bits, matmul(a, b).view(np.uint32))
+    t = np.load(path)
+    cmds, samples = t["cmds"], t["samples"]
+    assert int((cmds[:, 3] == ColCmd.RD.value).sum()) == 16
+    assert int((cmds[:, 3] == ColCmd.WR.value).sum()) == 8
+    fed = (samples[:, 1] == 1) & (samples[:, 2] == 1)
+    assert int(fed.sum()) == r.perf["perf_feed"] == 8
+    assert samples.shape[1] == 13 and np.all(np.diff(samples[:, 0]) == 1)
