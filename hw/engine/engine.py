@@ -21,7 +21,8 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   starts a k-block as soon as the passes holding it are stored: the GEMM's first tile waits for
   ``Mb * 2`` beats instead of ``Mb * RB``, and a block whose load is still running when the block
   before it ends (the memory is busy with weights too) starts as soon as its first k-blocks are in
-  (reading whole rows instead cost 8x8 256x256x8 428 cycles of waiting for A). When an A beat feeds
+  (later blocks were once read whole, row by row; 8x8 256x256x8 then waited for A several hundred
+  cycles more, README "Measured"). When an A beat feeds
   fewer than 4 tile beats (``NB * CPW / NSUB < 4``, e.g. N <= C on an 8 x 8 bf16 array) the
   m-blocks *ramp*: the second block has the first block's cap, each later one ``max(1, cap / 2)``
   rows more (1.5 times, up to ``Mb``), so every block's A load fits under the compute of the block
@@ -33,9 +34,9 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   x 32 bits (ping-pong by group). A group starts in a free bank, loaded with C0 (FLAGS.LOAD_C) or
   read as +0 by the first k-block. With C0 the first k-block may start once the C0 rows it feeds are
   stored (rows arrive in order); a C0 beat waits while the collector writes the same bank (one
-  write port). Measured: the demo's 360x64x32 with C0 on 8x8 + HBM 12,318 -> 12,109 cycles; on the
-  ideal memory with K <= R (every row written twice in k-block 0) it can cost (96x4x8 on 4x4:
-  366 -> 411 cycles).
+  write port). Measured: the demo's 360x64x32 with C0 on 8x8 + HBM 12,318 (18cbfcf) -> 12,109
+  (34a2cc1) cycles; on the ideal memory with K <= R (every row written twice in k-block 0) it can
+  cost (96x4x8 on 4x4, ``verif.engine_sim``: 366 at 18cbfcf -> 411 cycles).
 * **Feeder**: reads A (bank, row, k-block) and the accumulator entry and offers the activation beat
   ``{a, c, swap}`` to the MXU; a beat of k-block kb >= 1 waits until the output it continues has been
   written back into the accumulator (in steady state it never waits: ``G * Mb`` beats > the array
