@@ -26,7 +26,7 @@ class EngineParams:
     """Hardware configuration of the simulated engine.
 
     rows, cols: MXU size R x C (powers of two). fmt: "bf16" | "fp8_e4m3fn" | "fp8_e5m2" | "int8".
-    subnormals: "ftz" | "ieee". stages: PE latency 1..4. pseudo_channels: HBM pseudo-channels (1, 2, 4).
+    subnormals: "ftz" | "ieee". stages: PE latency 1..9 (hw.arith.MAX_STAGES). pseudo_channels: HBM pseudo-channels (1, 2, 4).
     """
     rows: int = 8
     cols: int = 8
