@@ -147,6 +147,25 @@ def test_blocking_looks_ahead_when_a_bank_rows_are_few(seed):
     check_a_reads(res[0], blocks, rb=4, q=2)
 
 
+def test_many_m_blocks_pass_through_the_sequencer_table(seed):
+    """The block rule runs once per GEMM in the engine's m-block sequencer, into a table of 8 blocks
+    the loops index. 2x2 bf16, 8-row m-blocks: 200x3x5 without an initial C is 26 blocks (the
+    block indices wrap; the C0 consumer never moves without LOAD_C and must not hold the
+    sequencer back: counted, the run hangs after 8 blocks), 165x5x7 with C0 and bf16 output 21
+    blocks; bit-exact under random stalls, and the A reads follow ``engine_blocking`` beat by beat."""
+    from verif.cycles import engine_blocking
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=2), hbm=HBM1, m_block=8, acc_entries=16, a_buffer_bytes=256)
+    blocks = engine_blocking(200, 3, 5, cfg)["m_blocks"]
+    assert blocks == [7] + [8] * 22 + [7, 5, 5]
+    assert len(engine_blocking(165, 5, 7, cfg)["m_blocks"]) == 21
+    jobs = [random_job(rng, "bf16", 200, 3, 5), random_job(rng, "bf16", 165, 5, 7, load_c=True, out_bf16=True)]
+    res = run_engine_amaranth(cfg, jobs, seed=seed, stall_p=0.3)
+    check(cfg, jobs, res)
+    check_a_reads(res[0], blocks, rb=1, q=1)
+
+
 def test_engine_k_larger_than_one_bank_row_limit():
     """K at MAX_K (one A row fills a bank): m-blocks of one row."""
     cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=2), hbm=HBM1, m_block=4, acc_entries=8, a_buffer_bytes=64)

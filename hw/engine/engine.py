@@ -66,7 +66,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -282,6 +282,7 @@ class GEMMEngine(wiring.Component):
         cycles = Signal(32)
         run = Signal()         # processes active
         go = Signal()          # one-cycle strobe: processes reset their loops
+        prep = Signal()        # one-cycle strobe with S_G: the m-block sequencer starts
         all_done = Signal()
         m.d.comb += [
             csr.status.eq(Cat(busy, done, Const(0, 2), err, bus_err)),
@@ -296,7 +297,7 @@ class GEMMEngine(wiring.Component):
         RB = Signal(D)                     # beats per A row
         WPR = Signal(D + 1)                # A words per row (per sub-memory)
         Mbmax = Signal(range(cfg.m_block + 1))
-        RAMP = Signal()                    # grow the m-blocks after the first (see blocks())
+        RAMP = Signal()                    # grow the m-blocks after the first (m-block sequencer)
         G = Signal(range(ACCD + 1))
         ldb_R = Signal(A32 + 8)            # R * B_STRIDE
         ldb_R1 = Signal(A32 + 8)           # (R - 1) * B_STRIDE
@@ -406,7 +407,7 @@ class GEMMEngine(wiring.Component):
                     q_fin = Mux(trial <= div_r, div_q | 1, div_q)
                     m.d.sync += [Mbmax.eq(min_(min_(q_fin, Mr), cfg.m_block)), loop_n.eq(0), loop_p.eq(0),
                                  loop_s.eq(0),
-                                 state.eq(S_G)]
+                                 state.eq(S_G), prep.eq(1)]
                 with m.Else():
                     m.d.sync += div_b.eq(div_b - 1)
             with m.Case(S_G):
@@ -426,6 +427,8 @@ class GEMMEngine(wiring.Component):
                     m.d.sync += [run.eq(0), busy.eq(0), done.eq(1), state.eq(S_IDLE)]
         with m.If(go):
             m.d.sync += go.eq(0)
+        with m.If(prep):
+            m.d.sync += prep.eq(0)
 
         # ================= shared loop helpers ===========================================
 
@@ -433,63 +436,111 @@ class GEMMEngine(wiring.Component):
         TAIL = max(MINM, DEP_BEATS)        # rows of a cut last m-block (one n-block per group)
         QF = PASS_CHUNKS * NSUB            # beats per row per pass of an m-block (both channels)
 
-        def blocks(p):
-            """m-block / group position of one process: m0, nb0 and the derived sizes."""
+        # ---- m-block sequencer: the block rule, computed once and ahead ----------------------
+        # Block sizes (verif.cycles.engine_blocking is the same rule): at most ``cap`` rows, no
+        # block shorter than MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot
+        # run back to back). cap: Mfirst for the first block; then Mbmax, or with RAMP (little
+        # compute per A beat) Mfirst again and 1.5x per block (+ max(1, cap / 2) rows), so each
+        # block's A load fits under the previous block's compute (a 1.125x variant, not kept,
+        # was not better on 8x8 256x256x8: 9,224 vs 9,207 cycles, within refresh-phase noise).
+        # The last block is cut to TAIL rows when both parts stay >= MINM: its rows are written
+        # back after its last k-block, so a short last block exposes less write-back.
+        # Look-ahead (cap == Mbmax < 2 * MINM, e.g. 16x16 bf16 at K = 256: 64-row A banks,
+        # MINM = 47): when the rows after a full block would be too many for one block and too
+        # few for two of MINM, this block takes rem - 2 * MINM rows and two MINM-row blocks
+        # follow (blocks 49, 64, 49, 47, 47 for M = 256 instead of 49, 64, 64, 40, 39, whose
+        # short tiles cost 3,291 cycles).
+        # The rule runs once per GEMM in this sequencer, two cycles per block (one computes the
+        # size, one writes it), into a table of SEQ_DEPTH blocks that the ten loops read by their
+        # own block index. (Each loop once evaluated the rule combinationally from its own
+        # position: ten copies, and the rule plus the loop's use of the size was the board top's
+        # critical path, wb_aw_m0 -> d_row, 123 logic levels.) The sequencer starts with S_G, so
+        # block 0 is in the table when the loops start, and writes a block only when every loop
+        # that moves has left the block it replaces. A loop that starts work (A, weight and C0
+        # reads, feeder, write-back) waits while its block is not in the table (``ok``); the
+        # loops that only take beats (A store, C0 store, collector) follow one of those, so their
+        # block is always there. Only one-row m-blocks (K close to MAX_K) are shorter than two
+        # cycles in a loop (the write-back addresses, the C0 loop without LOAD_C): there the loop
+        # waits a cycle per block (36 test GEMMs in the Amaranth simulator before and after this
+        # change: identical cycle counts without memory stalls; under random stalls 16x1 bf16
+        # 3x80x1 in 1-row blocks took 539 cycles instead of 530, and the job after it 212 for 211
+        # as the stall draws shifted; the other 34 identical).
+        SEQ_DEPTH = 8
+        SQB = _lg(SEQ_DEPTH) + 1           # index bits: differences 0..SEQ_DEPTH stay unambiguous
+        t_mb = Array(Signal(range(cfg.m_block + 1), name=f"seq{j}_mb") for j in range(SEQ_DEPTH))
+        t_need = Array(Signal(range(9), name=f"seq{j}_need") for j in range(SEQ_DEPTH))
+        t_small = Array(Signal(name=f"seq{j}_small") for j in range(SEQ_DEPTH))
+        t_last = Array(Signal(name=f"seq{j}_last") for j in range(SEQ_DEPTH))
+        seq_cnt = Signal(SQB)              # blocks written
+        seq_rem = Signal(D)                # rows after the blocks written
+        seq_cap = Signal(range(cfg.m_block + 1))
+        seq_first = Signal()               # the next block is block 0
+        seq_mb = Signal(range(cfg.m_block + 1))
+        seq_ph = Signal()                  # 0: compute the size, 1: write it
+        seq_done = Signal()
+        seq_free = Signal()                # no loop is SEQ_DEPTH blocks behind
+        trackers = []                      # (block index, counted)
+
+        rem_m, cap = seq_rem, seq_cap
+        look = ((cap == Mbmax) & (rem_m > (cap << 1)) & (rem_m < cap + 2 * MINM)
+                & (rem_m >= 3 * MINM))
+        mb_p = Mux(rem_m <= cap, rem_m,
+                   Mux(rem_m >= cap + MINM, Mux(look, rem_m - 2 * MINM, cap),
+                       Mux(rem_m <= Mbmax, rem_m,
+                           Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
+        mb_v = Mux((mb_p == rem_m) & (rem_m >= TAIL + MINM), rem_m - TAIL, mb_p)
+        # n-blocks of this block's groups: the fewest whose rows cover DEP_BEATS (a long block
+        # needs fewer than G, so its last group's write-back is shorter), at most G
+        # (mb * j < DEP_BEATS is mb < ceil(DEP_BEATS / j): constants, no multiplier per j)
+        need = Const(1, range(9))
+        for j in range(1, 8):
+            need = need + (seq_mb < -(-DEP_BEATS // j))
+        grown = seq_cap + Mux((seq_cap >> 1) == 0, 1, seq_cap >> 1)
+        with m.If(prep):
+            m.d.sync += [seq_cnt.eq(0), seq_rem.eq(Mr), seq_cap.eq(min_(Mfirst, Mbmax)), seq_first.eq(1),
+                         seq_ph.eq(0), seq_done.eq(0)]
+        with m.Elif(~seq_done & ~seq_ph):
+            m.d.sync += [seq_mb.eq(mb_v), seq_ph.eq(1)]
+        with m.Elif(~seq_done & seq_free):
+            j = seq_cnt[:SQB - 1]
+            m.d.sync += [
+                t_mb[j].eq(seq_mb), t_need[j].eq(need), t_small[j].eq(seq_mb < -(-DEP_BEATS // 8)),
+                t_last[j].eq(seq_mb == seq_rem),
+                seq_cnt.eq(seq_cnt + 1), seq_rem.eq(seq_rem - seq_mb), seq_first.eq(0), seq_ph.eq(0),
+                seq_done.eq(seq_mb == seq_rem),
+                # with RAMP the second block keeps the first block's cap
+                seq_cap.eq(Mux(RAMP, Mux(~seq_first, min_(grown, Mbmax), seq_cap), Mbmax)),
+            ]
+
+        def blocks(p, counted=Const(1, 1)):
+            """One loop's position: its block index into the sequencer's table (``mb`` rows,
+            ``last_mblock``) and its group (``nb0``, ``gc`` n-blocks, ``last_group``); ``ok``
+            when its block is in the table, ``fin`` after its last group. ``counted``: the loop
+            holds the sequencer back (the C0 consumer only with LOAD_C: without it, it never
+            moves)."""
+            idx = Signal(SQB, name=f"{p}_blk")
             s = {
-                "m0": Signal(D, name=f"{p}_m0"), "nb0": Signal(D, name=f"{p}_nb0"),
+                "idx": idx, "nb0": Signal(D, name=f"{p}_nb0"), "remn": Signal(D, name=f"{p}_remn"),
                 "mb": Signal(range(cfg.m_block + 1), name=f"{p}_mb"),
                 "gc": Signal(range(ACCD + 1), name=f"{p}_gc"),
-                "fin": Signal(name=f"{p}_fin"),
-                "cap": Signal(range(cfg.m_block + 1), name=f"{p}_cap"),   # row cap of this block
+                "fin": Signal(name=f"{p}_fin"), "ok": Signal(name=f"{p}_ok"),
+                "last_mblock": Signal(name=f"{p}_lastm"), "last_group": Signal(name=f"{p}_lastg"),
             }
-            rem_m = Mr - s["m0"]
-            rem_n = NB - s["nb0"]
-            # block sizes (verif.cycles.engine_blocking is the same rule): at most ``cap`` rows, no
-            # block shorter than MINM = 2R + C - 1 rows when that can be avoided (shorter tiles cannot
-            # run back to back). cap: Mfirst for the first block; then Mbmax, or with RAMP (little
-            # compute per A beat) Mfirst again and 1.5x per block (+ max(1, cap / 2) rows), so each
-            # block's A load fits under the previous block's compute (a 1.125x variant, not kept,
-            # was not better on 8x8 256x256x8: 9,224 vs 9,207 cycles, within refresh-phase noise).
-            # The last block is cut to TAIL rows when both parts stay >= MINM: its rows are written
-            # back after its last k-block, so a short last block exposes less write-back.
-            # Look-ahead (cap == Mbmax < 2 * MINM, e.g. 16x16 bf16 at K = 256: 64-row A banks,
-            # MINM = 47): when the rows after a full block would be too many for one block and too
-            # few for two of MINM, this block takes rem - 2 * MINM rows and two MINM-row blocks
-            # follow (blocks 49, 64, 49, 47, 47 for M = 256 instead of 49, 64, 64, 40, 39, whose
-            # short tiles cost 3,291 cycles).
-            cap = s["cap"]
-            look = ((cap == Mbmax) & (rem_m > (cap << 1)) & (rem_m < cap + 2 * MINM)
-                    & (rem_m >= 3 * MINM))
-            mb_p = Mux(rem_m <= cap, rem_m,
-                       Mux(rem_m >= cap + MINM, Mux(look, rem_m - 2 * MINM, cap),
-                           Mux(rem_m <= Mbmax, rem_m,
-                               Mux(rem_m >= 2 * MINM, rem_m - MINM, min_((rem_m + 1) >> 1, cap)))))
-            mb_v = Mux((mb_p == rem_m) & (rem_m >= TAIL + MINM), rem_m - TAIL, mb_p)
-            # n-blocks of this block's groups: the fewest whose rows cover DEP_BEATS (a long block
-            # needs fewer than G, so its last group's write-back is shorter), at most G
-            # (mb * j < DEP_BEATS is mb < ceil(DEP_BEATS / j): constants, no multiplier per j; the
-            # products cost a MULT18X18D each on ECP5 and sat on the write-back's critical path)
-            mb_s = s["mb"]
-            need = Const(1, range(ACCD + 1))
-            for j in range(1, 8):
-                need = need + (mb_s < -(-DEP_BEATS // j))
-            gb = Mux(mb_s < -(-DEP_BEATS // 8), G, min_(need, G))
-            m.d.comb += [s["mb"].eq(mb_v),
-                         s["gc"].eq(Mux(rem_n < gb, rem_n, gb))]
-            s["last_group"] = s["nb0"] + s["gc"] >= NB
-            s["last_mblock"] = s["m0"] + s["mb"] >= Mr
+            j = idx[:SQB - 1]
+            need_j = t_need[j]
+            gb = Mux(t_small[j] | (G <= need_j), G, need_j)
+            m.d.comb += [s["mb"].eq(t_mb[j]), s["last_mblock"].eq(t_last[j]), s["ok"].eq(idx != seq_cnt),
+                         s["gc"].eq(Mux(s["remn"] < gb, s["remn"], gb)), s["last_group"].eq(s["remn"] <= gb)]
+            trackers.append((idx, counted))
+            with m.If(prep):
+                m.d.sync += idx.eq(0)
             with m.If(go):
-                m.d.sync += [s["m0"].eq(0), s["nb0"].eq(0), s["fin"].eq(0), s["cap"].eq(min_(Mfirst, Mbmax))]
+                m.d.sync += [s["nb0"].eq(0), s["remn"].eq(NB), s["fin"].eq(0)]
             return s
 
         def next_mblock(s):
-            """Statements: advance m0 to the next m-block and set its row cap (with RAMP the
-            second block keeps the first block's cap: ``m0 == 0`` while the first one ends)."""
-            grown = s["cap"] + Mux((s["cap"] >> 1) == 0, 1, s["cap"] >> 1)
-            return [
-                s["m0"].eq(s["m0"] + s["mb"]),
-                s["cap"].eq(Mux(RAMP, Mux(s["m0"] != 0, min_(grown, Mbmax), s["cap"]), Mbmax)),
-            ]
+            """Statements: go to the next m-block (its first group)."""
+            return [s["idx"].eq(s["idx"] + 1), s["nb0"].eq(0), s["remn"].eq(NB)]
 
         def pass_beats(s, pb):
             """(beats per row of a pass, beats of this row in the pass at beat pb): passes of QF
@@ -501,10 +552,9 @@ class GEMMEngine(wiring.Component):
             """Statements: advance to the next group (and m-block); ``fin`` after the last."""
             with m.If(s["last_group"]):
                 m.d.sync += next_mblock(s)
-            return [
-                s["nb0"].eq(Mux(s["last_group"], 0, s["nb0"] + s["gc"])),
-                s["fin"].eq(s["last_group"] & s["last_mblock"]),
-            ]
+            with m.Else():
+                m.d.sync += [s["nb0"].eq(s["nb0"] + s["gc"]), s["remn"].eq(s["remn"] - s["gc"])]
+            return [s["fin"].eq(s["last_group"] & s["last_mblock"])]
 
         # per-bank hand-shake flags
         a_busy = Signal(2)     # A bank claimed by the loader, released by the feeder
@@ -564,7 +614,7 @@ class GEMMEngine(wiring.Component):
         with m.If(go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(base["a"]), ai_baddr.eq(base["a"]),
                          ai_pb.eq(0)]
-        ai_can = run & ~ai["fin"] & ((ai_i != 0) | (ai_pb != 0) | ~a_busy.bit_select(ai_bank, 1))
+        ai_can = run & ai["ok"] & ~ai["fin"] & ((ai_i != 0) | (ai_pb != 0) | ~a_busy.bit_select(ai_bank, 1))
         m.d.comb += [sp_a.cmd.valid.eq(ai_can), sp_a.cmd.payload.addr.eq(ai_addr + (ai_pb << _lg(BB))),
                      sp_a.cmd.payload.beats.eq(ai_beats)]
         a_claim = Signal()
@@ -642,7 +692,7 @@ class GEMMEngine(wiring.Component):
                          wi_kbase.eq(base["b"]), wi_row.eq(base["b"] + ldb_R1)]
         wi_off, wi_beats, _ = wrow_geometry(wi_nbC)
         wi_real = (wi_k0 + wi_r) < Kr
-        wi_active = run & ~wi["fin"]
+        wi_active = run & wi["ok"] & ~wi["fin"]
         m.d.comb += [sp_w.cmd.valid.eq(wi_active & wi_real), sp_w.cmd.payload.addr.eq(wi_row + wi_off),
                      sp_w.cmd.payload.beats.eq(wi_beats)]
         wi_step = Signal()
@@ -683,7 +733,7 @@ class GEMMEngine(wiring.Component):
             m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0)]
         _, wa_beats, wa_cols = wrow_geometry(wa_nbC)
         wa_real = (wa_k0 + wa_r) < Kr
-        wa_active = run & ~wa["fin"]
+        wa_active = run & wa["ok"] & ~wa["fin"]
         # four tiles of weight rows: a refresh (tRFC + tRP, ~300 cycles) of the pseudo-channel holding
         # B must not starve the array
         m.submodules.wfifo = wfifo = SyncFIFOBuffered(width=C * w, depth=max(16, 4 * R))
@@ -736,7 +786,7 @@ class GEMMEngine(wiring.Component):
             m.d.sync += [ci_i.eq(0), ci_g.eq(0), ci_nbC.eq(0), ci_bank.eq(0), ci_started.eq(0),
                          ci_row.eq(base["c"]), ci_mrow.eq(base["c"])]
         ci_state = Mux(ci_bank, acc_state[1], acc_state[0])
-        ci_active = run & ~ci["fin"]
+        ci_active = run & ci["ok"] & ~ci["fin"]
         # a group starts when its bank is free: LOADING (C0) or straight READY (+0 start)
         ci_begin = ci_active & ~ci_started & (ci_state == ACC_FREE)
         rem_c = Nr - ci_nbC
@@ -774,7 +824,7 @@ class GEMMEngine(wiring.Component):
                 ci_advance_group()
 
         # consumer: beats -> accumulator lanes
-        cc = blocks("cc")
+        cc = blocks("cc", counted=load_c)
         cc_i = Signal(range(cfg.m_block + 1))
         cc_g = Signal(D)
         cc_nbC = Signal(D + 9)
@@ -846,7 +896,7 @@ class GEMMEngine(wiring.Component):
         # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
         f_acc_ok = ((f_state == ACC_READY)
                     | ((f_kb == 0) & (f_state == ACC_LOADING) & (cc_bank == f_cbank) & (cc_i > f_i)))
-        m.d.comb += f_ok.eq(run & ~fd["fin"] & f_a_ok & f_acc_ok & ((f_kb == 0) | (f_w > f_q1)))
+        m.d.comb += f_ok.eq(run & fd["ok"] & ~fd["fin"] & f_a_ok & f_acc_ok & ((f_kb == 0) | (f_w > f_q1)))
         s1_valid = Signal()
         s1_swap = Signal()
         s1_zero_c = Signal()
@@ -985,7 +1035,7 @@ class GEMMEngine(wiring.Component):
         d_lastb = (de - 1) >> _lg(BB)
         # result addresses need no data: the AW side runs ahead (the port holds each burst until its
         # W beats come)
-        m.d.comb += [sp_d.cmd.valid.eq(run & ~wa_blk["fin"]),
+        m.d.comb += [sp_d.cmd.valid.eq(run & wa_blk["ok"] & ~wa_blk["fin"]),
                      sp_d.cmd.payload.addr.eq(d_row + (d_first << _lg(BB))),
                      sp_d.cmd.payload.beats.eq(d_lastb - d_first + 1)]
         with m.If(sp_d.cmd.valid & sp_d.cmd.ready):
@@ -1044,7 +1094,7 @@ class GEMMEngine(wiring.Component):
         m.d.comb += x_final.eq(x_fbase + x_i + 1)
         x_w = Mux(x_bank, wcount[1], wcount[0])
         x_row_ready = (x_state == ACC_DONE) | ((x_state == ACC_READY) & (x_w >= x_final))
-        m.d.comb += x_go.eq(run & ~wd["fin"] & x_row_ready & (wdfifo.level <= WFD - 3) & (x_settle == 0))
+        m.d.comb += x_go.eq(run & wd["ok"] & ~wd["fin"] & x_row_ready & (wdfifo.level <= WFD - 3) & (x_settle == 0))
         # the first piece of a row starts at byte xs: x_off holds it when x_i's row begins
         cur_off = x_off
         x_last_piece = cur_off + PB >= xe
@@ -1163,6 +1213,8 @@ class GEMMEngine(wiring.Component):
                 with m.If(a_release & (f_abank == b)):
                     m.d.sync += [a_busy[b].eq(0), a_full[b].eq(0)]
 
+        # the sequencer may write block cnt when every loop that moves is past block cnt - SEQ_DEPTH
+        m.d.comb += seq_free.eq(Cat(*(~c | ~(seq_cnt - i)[SQB - 1] for i, c in trackers)).all())
         m.d.comb += all_done.eq(run & ~go & wd["fin"] & wa_blk["fin"] & (b_count == aw_count)
                                 & ~wdfifo.r_rdy & ~y_valid)
         return m
