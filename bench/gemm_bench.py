@@ -70,7 +70,7 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
         results, info = run_gemms(jobs, params, sim=sim, progress=sys.stderr.isatty())
         wall = time.perf_counter() - t0
         print(f"{rows}x{cols}: {len(jobs)} GEMMs, {info.get('sim_cycles')} cycles simulated in "
-              f"{wall:.1f} s (build {info.get('build_s')} s, {info.get('cycles_per_s')} cycles/s)",
+              f"{wall:.1f} s (build {info.get('build_s') or 0:.1f} s, {info.get('cycles_per_s') or 0:,.0f} cycles/s)",
               file=sys.stderr)
         for (m, k, n), job, res in zip(shapes, jobs, results):
             error = engine_error(res.status)

@@ -329,12 +329,14 @@ Output C.npy: float32 for --out-fmt fp32 (NaN is the canonical 0x7FC00000), int3
 for --out-fmt bf16 the bf16 results widened exactly to float32 (C.view(np.uint32) >> 16 gives the
 bf16 bit patterns). The file is written atomically (all or nothing).
 
-JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, sim, pseudo_channels,
-cycles (engine cycles, start to done), predicted_cycles (the array alone with always-ready
-streams, verif.cycles.gemm_cycles), engine_model_cycles (the array alone on the engine's own
-blocking of M into m-blocks, verif.cycles.engine_array_cycles), ideal_cycles (M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2
-weight-stationary), utilization (ideal/cycles), status (the engine's STATUS), engine_error
-(null, or the error it reports), bitexact, mismatches, build_s, sim_cycles_per_s, wall_s, output.
+JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt (int32 for int8), sim,
+pseudo_channels, cycles (engine cycles, start to done), predicted_cycles (the array alone with
+always-ready streams, verif.cycles.gemm_cycles), engine_model_cycles (the array alone on the
+engine's own blocking of M into m-blocks, verif.cycles.engine_array_cycles), ideal_cycles
+(M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2 weight-stationary), utilization (ideal/cycles), perf
+(the engine's PERF_ counters), status (the engine's STATUS register: 2 = DONE with no error),
+engine_error (null, or the error it reports), bitexact, mismatches, build_s, sim_cycles_per_s,
+wall_s, output.
 
 Exit status: 0 when every result is bit-exact; 1 when any result differs from the golden model
 (C.npy is still written, holding the RTL's results, and the first mismatches with both bit
@@ -343,7 +345,7 @@ simulator fails; 2 for bad input (one line on stderr, nothing written).""")
     m.add_argument("a", type=_npy_path, metavar="A.npy", help="left operand, M x K")
     m.add_argument("b", type=_npy_path, metavar="B.npy", help="right operand, K x N")
     m.add_argument("-o", "--out", required=True, type=_npy_path, metavar="C.npy",
-                   help="where to write the M x N result (.npy; written atomically)")
+                   help="where to write the M x N result (.npy; written atomically, missing parent folders created)")
     m.add_argument("--c", type=_npy_path, default=None, metavar="C0.npy",
                    help="initial accumulator, M x N (float32; integers for int8); default +0")
     m.add_argument("--rows", type=_engine_size, default=None,
@@ -657,7 +659,7 @@ def _cmd_matmul(args) -> int:
     ideal = ideal_cycles(m, k, n, rows, cols)
     report = {
         "m": m, "k": k, "n": n, "rows": rows, "cols": cols, "stages": stages, "fmt": fmt,
-        "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim,
+        "subnormals": subnormals, "out_fmt": "int32" if fmt == "int8" else args.out_fmt, "sim": args.sim,
         "pseudo_channels": engine.pseudo_channels,
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
         "engine_model_cycles": engine_model_cycles(m, k, n, engine),

@@ -240,8 +240,10 @@ def test_report_fields_and_outputs(files, capsys, monkeypatch):
     assert got.dtype == np.float32
     want = fp32_to_bf16_bits(matmul(to_format(a, "bf16"), to_format(b, "bf16"), fmt="bf16", subnormals="ftz"))
     assert np.array_equal(got.view(np.uint32) >> 16, want) and not (got.view(np.uint32) & 0xFFFF).any()
+    capsys.readouterr()
     assert main(["matmul", "a_i8.npy", "b_i8.npy", "--preset", "tpu-v1-int8-8x8", "-o", "Ci.npy"]) == 0
     assert np.load("Ci.npy").dtype == np.int32 and (np.load("Ci.npy") == 13).all()
+    assert json.loads(capsys.readouterr().out)["out_fmt"] == "int32"   # int8 results are int32, not fp32
     assert not [p for p in files.iterdir() if p.name.startswith(".")]
 
 
