@@ -54,7 +54,7 @@ CONFIG register), write C and print one JSON object on stdout.
 Inputs follow `mxu matmul` (float32 rounded RNE into the board's format, float64 once, --bits for
 raw patterns, int8 arrays for int8; --c float32 / int32). Output C.npy as `mxu matmul` writes it.
 
-JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt, port, baud, memory_bytes,
+JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt (int32 for int8), port, baud, memory_bytes,
 memory_bytes_used, cycles (the engine's CYCLES register), predicted_cycles, ideal_cycles,
 scalesim_cycles, utilization, status, engine_error, bitexact, mismatches, clobbered_bytes
 (bytes of D's rows past column N the engine changed: 0), bytes_sent, bytes_received, link_s (wall

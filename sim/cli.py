@@ -659,7 +659,7 @@ def _cmd_matmul(args) -> int:
     ideal = ideal_cycles(m, k, n, rows, cols)
     report = {
         "m": m, "k": k, "n": n, "rows": rows, "cols": cols, "stages": stages, "fmt": fmt,
-        "subnormals": subnormals, "out_fmt": "int32" if fmt == "int8" else args.out_fmt, "sim": args.sim,
+        "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim,
         "pseudo_channels": engine.pseudo_channels,
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
         "engine_model_cycles": engine_model_cycles(m, k, n, engine),
@@ -692,8 +692,12 @@ def finish_gemm(out_path: Path, out_fmt: str, fmt: str, report: dict, rtl, golde
                 source: str) -> int:
     """Write C.npy from the result bits ``rtl`` (atomically), complete and print ``report`` (one JSON
     line), and report mismatches against ``golden`` on stderr; returns the exit status (0 or 1).
-    ``source`` names where the results came from in the messages ("rtl", "board")."""
+    ``source`` names where the results came from in the messages ("rtl", "board"). The report's
+    ``out_fmt`` is ``int32`` for int8 (its results are int32 whatever ``--out-fmt`` says)."""
     import numpy as np
+
+    if fmt == "int8":
+        report["out_fmt"] = "int32"
 
     if out_fmt == "bf16":
         out = (rtl.astype(np.uint32) << 16).view(np.float32)
