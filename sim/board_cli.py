@@ -51,7 +51,7 @@ start it, poll STATUS until DONE, read D back, compare every result bit for bit 
 model (verif.golden.matmul) for the format the bitstream was built with (read from the engine's
 CONFIG register), write C and print one JSON object on stdout.
 
-Inputs follow `mxu matmul` (float32 rounded RNE into the board's format, float64 once, --bits for
+Inputs follow `mxu matmul` (float16/float32 rounded RNE into the board's format, float64 once, --bits for
 raw patterns, int8 arrays for int8; --c float32 / int32). Output C.npy as `mxu matmul` writes it.
 
 JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt (int32 for int8), port, baud, memory_bytes,
@@ -200,6 +200,8 @@ def _cmd_build(args) -> int:
                              clk_hz=round(args.clk_mhz * 1e6))
     except ValueError as e:
         raise UsageError(str(e)) from None
+    from sim.cli import _check_out_dir
+    _check_out_dir(Path(args.out), ["board.bit", "board.json"])  # before minutes of synthesis
     say = (lambda s: print(f"mxu board build: {s}", file=sys.stderr)) if _progress_enabled() else None
     try:
         report = build_bitstream(config, args.board, args.out, seed=args.seed, progress=say)

@@ -93,6 +93,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="MXU without out__ready: the consumer takes every beat, the array never stalls and "
                         "has no clock enable (faster on FPGAs)")
     g.add_argument("--name", default=None, help="Verilog top module name (default: mxu or mac)")
+    _add_size_limit_option(g, "generate")
     g.add_argument("-o", "--out", required=True, type=_out_dir,
                    help="output folder (created; both files appear together or not at all)")
 
@@ -169,12 +170,33 @@ def _project_info() -> dict:
     return {"name": "open-mxu", "version": version, "git_commit": commit}
 
 
-def _check_out_dir(out: Path, names) -> None:
+def _check_out_dir(out: Path, names, option: str = "--out") -> None:
+    """The checks an output folder must pass before any work starts: ``out`` is a folder or can be
+    created (its nearest existing parent is a writable folder), it is writable, and none of
+    ``names`` is a folder inside it. UsageError otherwise."""
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
+        raise UsageError(f"{option} {out} exists and is not a folder")
     for name in names:
         if (out / name).is_dir():
-            raise UsageError(f"--out {out}: {name} exists there and is a folder")
+            raise UsageError(f"{option} {out}: {name} exists there and is a folder")
+    _check_writable_parent(out, option)
+
+
+def _check_writable_parent(path: Path, option: str) -> None:
+    """``path`` itself when it exists, else its nearest existing parent, must be a folder this user
+    can write into (created folders and written files go there). Checked by creating and removing
+    a probe file there: permission bits alone say nothing for root, a read-only mount or /proc."""
+    for where in (path, *path.parents):
+        if where.exists():
+            if not where.is_dir():
+                raise UsageError(f"{option} {path}: {where} is not a folder")
+            try:
+                fd, probe = tempfile.mkstemp(prefix=".mxu-probe-", dir=where)
+            except OSError as e:
+                raise UsageError(f"{option} {path}: folder {where} is not writable ({e.strerror or e})") from None
+            os.close(fd)
+            os.unlink(probe)
+            return
 
 
 def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
@@ -203,6 +225,27 @@ def _write_outputs(out: Path, files: dict[str, str | Path]) -> None:
         raise UsageError(f"--out {out}: cannot write: {e.strerror}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _add_size_limit_option(p, what: str) -> None:
+    p.add_argument("--no-size-limit", dest="size_limit", action="store_false",
+                   help=f"{what} even when the up-front estimate is above the limit (sim/size.py; the "
+                        "estimate and the limit are in the error message)")
+
+
+def _check_size(rows: int, cols: int, args, *, simulated: bool) -> None:
+    """The up-front size limits of ``sim.size`` (unless --no-size-limit): UsageError naming the
+    estimate, the limit and the override."""
+    from sim import size
+
+    if not getattr(args, "size_limit", True):
+        return
+    try:
+        if simulated:
+            size.check_simulated_size(rows, cols)
+        size.check_generation_size(rows, cols)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _add_mac_options(p):
@@ -245,6 +288,8 @@ def _cmd_generate(args) -> int:
             cfg = MXUConfig(**params)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
+    if block == "mxu":
+        _check_size(cfg.rows, cfg.cols, args, simulated=False)
     if block == "mac":
         verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
         comp = MAC(cfg)
@@ -317,8 +362,8 @@ simulator, compare every result bit for bit with the golden model (one sequentia
 k per element, verif.golden.matmul), write C and print one JSON object on stdout.
 
 Inputs are 2-D .npy files (numpy.save): A is M x K, B is K x N.
-  bf16 / fp8: float32 values are rounded to nearest even into the format, float64 values are
-              rounded once; with --bits, A and B hold raw bit patterns instead (uint16 for bf16,
+  bf16 / fp8: float16 and float32 values are rounded to nearest even into the format (float16
+              widens to float32 exactly first), float64 values are rounded once; with --bits, A and B hold raw bit patterns instead (uint16 for bf16,
               uint8 for fp8). uint16/uint8 arrays without --bits are refused.
   int8:       int8 arrays (any integer array with values in -128..127); with --bits, uint8
               two's-complement bytes.
@@ -369,6 +414,7 @@ simulator fails; 2 for bad input (one line on stderr, nothing written).""")
                    help="record a waveform there (.fst or .vcd)")
     m.add_argument("--pseudo-channels", type=int, choices=PSEUDO_CHANNELS, default=None, metavar="P",
                    help="HBM pseudo-channels of the engine's memory system: 1, 2 or 4 (default 2)")
+    _add_size_limit_option(m, "build and simulate an engine larger than 16x16")
 
 
 def _load_npy(path: Path, what: str):
@@ -399,7 +445,8 @@ def _load_npy(path: Path, what: str):
         raise UsageError(f"{where}: corrupt or truncated .npy file ({type(e).__name__})") from None
     if array.dtype.byteorder not in ("=", "|") and array.dtype.kind in "fiu":
         array = array.astype(array.dtype.newbyteorder("="))
-    return np.ascontiguousarray(array)
+    # not np.ascontiguousarray: it returns at least 1-D, so a 0-d array would pass as shape (1,)
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def _check_matrix(array, what: str, path: Path) -> None:
@@ -440,9 +487,9 @@ def _operand(array, what: str, path: Path, fmt: str, bits: bool):
         return array.astype(np.int8)
     if dt in (np.dtype(np.uint16), np.dtype(np.uint8)):
         raise UsageError(f"{what} {path} is {dt}: pass --bits to read it as raw {fmt} bit patterns "
-                         f"({_RAW_BITS[fmt]}), or save float32/float64 values")
+                         f"({_RAW_BITS[fmt]}), or save float16/float32/float64 values")
     if dt not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        raise UsageError(f"{what} {path} has dtype {dt}; --fmt {fmt} takes float32 or float64 values "
+        raise UsageError(f"{what} {path} has dtype {dt}; --fmt {fmt} takes float16, float32 or float64 values "
                          f"(rounded to nearest even into {fmt}) or, with --bits, {_RAW_BITS[fmt]} bit patterns")
     try:
         return to_format(array, fmt)
@@ -553,13 +600,7 @@ def _bits_text(value: int, out: str, fmt: str) -> str:
 def _check_out_file(path: Path, option: str = "--out") -> None:
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give a file name such as C.npy")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UsageError(f"{option} {path}: {parent} is not a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise UsageError(f"{option} {path}: folder {parent} is not writable")
-            break
+    _check_writable_parent(path.parent, option)
 
 
 def _save_npy_atomic(path: Path, array) -> None:
@@ -580,8 +621,21 @@ def _save_npy_atomic(path: Path, array) -> None:
         raise
 
 
+_PROGRESS_VALUES = {"1": True, "true": True, "yes": True, "on": True,
+                    "0": False, "false": False, "no": False, "off": False}
+
+
 def _progress_enabled() -> bool:
-    return sys.stderr.isatty() or bool(os.environ.get("MXU_PROGRESS"))
+    """Progress bars on stderr: ``MXU_PROGRESS`` when set (1/true/yes/on or 0/false/no/off, any case),
+    else only when stderr is a terminal. Any other value is a UsageError (checked before any work:
+    :func:`main` calls this first)."""
+    raw = os.environ.get("MXU_PROGRESS")
+    if raw is None or not raw.strip():
+        return sys.stderr.isatty()
+    value = _PROGRESS_VALUES.get(raw.strip().lower())
+    if value is None:
+        raise UsageError(f"MXU_PROGRESS must be one of {', '.join(_PROGRESS_VALUES)}; got {raw!r}")
+    return value
 
 
 def _check_engine_stages(stages: int) -> None:
@@ -636,17 +690,21 @@ def _cmd_matmul(args) -> int:
     m, k = a.shape
     n = b.shape[1]
     c = _initial_c(_load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
-    try:
-        toolchain.check_simulator(args.sim)
-    except toolchain.SimulatorUnavailable as e:
-        raise UsageError(str(e)) from None
 
     from sim.gemm import EngineParams, GemmJob, run_gemms
     from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+    from verif.gemm_host import check_gemm
 
     try:
         engine = EngineParams(**params)
+        # the engine's own descriptor checks (MAX_K, 2**20 dimensions, memory size) before any build
+        check_gemm(m, k, n, engine.engine_config(), load_c=c is not None, out_bf16=args.out_fmt == "bf16")
     except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    _check_size(engine.rows, engine.cols, args, simulated=True)
+    try:
+        toolchain.check_simulator(args.sim)
+    except toolchain.SimulatorUnavailable as e:
         raise UsageError(str(e)) from None
     job = GemmJob(a, b, c, args.out_fmt)
     try:
@@ -664,7 +722,7 @@ def _cmd_matmul(args) -> int:
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
         "engine_model_cycles": engine_model_cycles(m, k, n, engine),
         "ideal_cycles": ideal, "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
-        "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
+        "utilization": round(ideal / result.cycles, 4) if result.cycles and not engine_error(result.status) else None,
         "perf": dict(result.perf),
         "status": int(result.status), "engine_error": engine_error(result.status),
         "bitexact": None, "mismatches": None,
@@ -781,6 +839,7 @@ def _add_synth_parser(sub) -> None:
                    help="stop after Yosys and the fit check (no place and route, no Fmax)")
     s.add_argument("--name", default=None, help="Verilog module name of the block (default: mxu, pe or mac)")
     s.add_argument("--json", action="store_true", help="print the report as one JSON object instead of the table")
+    _add_size_limit_option(s, "generate and synthesize")
     s.add_argument("-o", "--out", required=True, type=_out_dir,
                    help="output folder (created; any folder, /tmp included): synth.json, the Verilog, the "
                         "wrapper, the constraints used and the tool logs, all together or none")
@@ -818,11 +877,13 @@ def _cmd_synth(args) -> int:
             cfg = MXUConfig(**params)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
+    if block == "mxu":
+        _check_size(cfg.rows, cfg.cols, args, simulated=False)
 
     from tqdm import tqdm
 
     steps = tqdm(total=4 if not args.synth_only else 3, desc="mxu synth", unit="step", file=sys.stderr,
-                 leave=False, disable=not sys.stderr.isatty() and not os.environ.get("MXU_PROGRESS"))
+                 leave=False, disable=not _progress_enabled())
     steps.set_postfix_str("generating Verilog")
     if block == "mac":
         verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
@@ -915,6 +976,7 @@ generated MAC against the golden model (options --fmt incl. int8, --subnormals, 
                    help="report folder for summary.json and digits.png (default: build/demo in the "
                         "repository, or $MXU_BUILD_DIR/demo)")
     d.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
+    _add_size_limit_option(d, "build and simulate an engine larger than 16x16")
 
 
 def _cmd_demo(args) -> int:
@@ -944,7 +1006,8 @@ def _cmd_demo_mlp(args) -> int:
     except toolchain.SimulatorUnavailable as e:
         raise UsageError(str(e)) from None
     out = args.out if args.out is not None else runner.build_root() / "demo"
-    _check_out_dir(out, demo_mlp.REPORT_FILES)
+    _check_out_dir(out, demo_mlp.REPORT_FILES)  # before training, the build and the simulation
+    _check_size(args.rows or 8, args.cols or 8, args, simulated=True)
     cfg = demo_mlp.DemoConfig(rows=args.rows or 8, cols=args.cols or 8, fmt=args.fmt or "bf16",
                               subnormals=args.subnormals or "ftz", stages=stages, sim=args.sim,
                               seed=0 if args.seed is None else args.seed)
@@ -981,7 +1044,7 @@ def _cmd_demo_mac(args) -> int:
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     t0 = time.perf_counter()
     steps = tqdm(total=3, desc="mxu demo", unit="step", file=sys.stderr, leave=False,
-                 disable=not sys.stderr.isatty() and not os.environ.get("MXU_PROGRESS"))
+                 disable=not _progress_enabled())
     steps.set_postfix_str("generating Verilog")
     verilog = runner.generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
     steps.update()
@@ -1068,6 +1131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
+        _progress_enabled()  # a bad MXU_PROGRESS is an input error, reported before any work
         return {"generate": _cmd_generate, "matmul": _cmd_matmul, "demo": _cmd_demo,
                 "synth": _cmd_synth, "board": _board}[args.command](args)
     except UsageError as e:

@@ -99,7 +99,7 @@ BAD = [
     (["a.npy", "b.npy", "--bits"], "with --bits, --fmt bf16 takes uint16 bit patterns"),
     (["a_u8.npy", "b.npy", "--bits"], "A a_u8.npy has dtype uint8; with --bits, --fmt bf16 takes uint16"),
     (["a_u16.npy", "b.npy", "--bits", "--fmt", "fp8_e5m2"], "--fmt fp8_e5m2 takes uint8 bit patterns"),
-    (["a_int.npy", "b.npy"], "A a_int.npy has dtype int64; --fmt bf16 takes float32 or float64"),
+    (["a_int.npy", "b.npy"], "A a_int.npy has dtype int64; --fmt bf16 takes float16, float32 or float64"),
     (["a_c64.npy", "b.npy"], "has dtype complex64"),
     (["a_bf16.npy", "b.npy"], "(raw bytes, e.g. an ml_dtypes array)"),
     (["a.npy", "b_i8.npy", "--fmt", "int8"], "A a.npy has dtype float32; --fmt int8 takes integer arrays"),

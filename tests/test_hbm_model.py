@@ -666,5 +666,5 @@ def test_channel_xor_spreads_power_of_two_strides():
                 assert sorted(chans[g:g + pcs]) == list(range(pcs)), (pcs, k, chans)
             if pcs == 2:
                 assert chans[:8] == [0, 1, 1, 0, 1, 0, 0, 1]
-    with pytest.raises(ValueError, match=r"^channel_xor must be True or False; got 1$"):
+    with pytest.raises(TypeError, match=r"^channel_xor must be True or False; got 1$"):
         HBMConfig(channel_xor=1)

@@ -33,8 +33,56 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from hw.arith import MAX_STAGES
+from hw.config import check_int
+
 __all__ = ["TileTiming", "Schedule", "mxu_schedule", "gemm_tiles", "gemm_cycles", "scalesim_ws_cycles",
-           "ideal_cycles", "engine_blocking", "engine_array_cycles"]
+           "ideal_cycles", "engine_blocking", "engine_array_cycles", "check_engine_dims", "schedule_total"]
+
+#: Largest R or C the array models take (the engine's own limit, ``hw.engine.EngineConfig``).
+MAX_ARRAY = 256
+#: Most tiles (``ceil(K/R) * ceil(N/C)``) the per-tile models enumerate: a schedule holds one
+#: record per tile and one cycle per output beat, so the size of what they build is bounded
+#: before they start (2**20 tiles is 2**20 tile records; a GEMM of that many tiles takes hours
+#: of simulation, far beyond what anyone runs through these models).
+MAX_TILES = 1 << 20
+#: Most output beats :func:`mxu_schedule` lists (the sum of the tiles' rows; 2**24 is about 200 MB
+#: of Python integers).
+MAX_SCHEDULE_BEATS = 1 << 24
+
+
+def _check_array(rows, cols, stages=None) -> None:
+    check_int("rows", rows, 1, MAX_ARRAY)
+    check_int("cols", cols, 1, MAX_ARRAY)
+    if stages is not None:
+        check_int("stages", stages, 1, MAX_STAGES)
+
+
+def _check_gemm(m, k, n, rows, cols) -> None:
+    """M, K, N integers from 1 to 2**20 - 1 (the engine's DIM_BITS = 20) and an array in range."""
+    for name, value in (("M", m), ("K", k), ("N", n)):
+        check_int(name, value, 1, (1 << 20) - 1)
+    _check_array(rows, cols)
+
+
+def check_engine_dims(m: int, k: int, n: int, config) -> None:
+    """The engine's dimension checks (its ZERO_DIM and DIM_TOO_LARGE errors) on the host.
+
+    Args:
+        m, k, n: the GEMM's M x K x N.
+        config: a :class:`hw.engine.EngineConfig`.
+
+    Raises:
+        TypeError: a dimension that is not an int.
+        ValueError: a dimension outside 1 .. 2**20 - 1 (``hw.engine.DIM_BITS``), or K above the
+            engine's MAX_K (``config.max_k``: one row of A must fit an A bank of
+            ``config.a_buffer_bytes`` bytes).
+    """
+    _check_gemm(m, k, n, config.mxu.rows, config.mxu.cols)
+    if k > config.max_k:
+        raise ValueError(f"K = {k} is larger than the engine's MAX_K = {config.max_k} (one row of A must "
+                         f"fit an A bank of a_buffer_bytes = {config.a_buffer_bytes} bytes, "
+                         f"{config.operand_bytes} byte(s) per {config.mxu.fmt} element)")
 
 
 @dataclass(frozen=True)
@@ -82,10 +130,20 @@ def mxu_schedule(rows: int, cols: int, stages: int, tile_rows: list[int]) -> Sch
         :class:`Schedule` (see the module docstring for the recurrence).
 
     Raises:
-        ValueError: empty ``tile_rows`` or any M_t < 1.
+        TypeError: a size or an M_t that is not an int.
+        ValueError: R or C outside 1..256, L outside 1..9, empty ``tile_rows``, any M_t < 1, more
+            than :data:`MAX_TILES` tiles or more than :data:`MAX_SCHEDULE_BEATS` beats in all.
     """
-    if not tile_rows or any(mt < 1 for mt in tile_rows):
-        raise ValueError("tile_rows must be a non-empty list of integers >= 1")
+    _check_array(rows, cols, stages)
+    tile_rows = list(tile_rows)
+    if not tile_rows:
+        raise ValueError("tile_rows must be a non-empty list of integers >= 1; got []")
+    if len(tile_rows) > MAX_TILES:
+        raise ValueError(f"tile_rows must hold at most {MAX_TILES} tiles; got {len(tile_rows)}")
+    for mt in tile_rows:
+        check_int("tile_rows[t]", mt, 1)
+    if sum(tile_rows) > MAX_SCHEDULE_BEATS:
+        raise ValueError(f"tile_rows must sum to at most {MAX_SCHEDULE_BEATS} beats; got {sum(tile_rows)}")
     R, C, L = rows, cols, stages
     D = R * L + C - 1
     GAP = max(1, (R - 1) * (L - 1))
@@ -110,38 +168,100 @@ def mxu_schedule(rows: int, cols: int, stages: int, tile_rows: list[int]) -> Sch
 def gemm_tiles(m: int, k: int, n: int, rows: int, cols: int) -> list[tuple[int, int]]:
     """Tile order of a GEMM (M x K) @ (K x N) on an R x C array: for each column block of N, the K
     blocks in order (the accumulator re-enters for the next K block). Returns (k_block, n_block)
-    pairs; every tile streams all M activation rows."""
+    pairs; every tile streams all M activation rows.
+
+    Raises:
+        TypeError, ValueError: M, K, N outside 1 .. 2**20 - 1, R or C outside 1..256, or more than
+            :data:`MAX_TILES` tiles.
+    """
+    _check_gemm(m, k, n, rows, cols)
+    tiles = ceil(k / rows) * ceil(n / cols)
+    if tiles > MAX_TILES:
+        raise ValueError(f"a GEMM of {m}x{k}x{n} on {rows}x{cols} has {tiles} tiles; the models enumerate "
+                         f"at most {MAX_TILES}")
     return [(kb, nb) for nb in range(ceil(n / cols)) for kb in range(ceil(k / rows))]
 
 
 def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, stages: int) -> int:
     """Cycles of a whole GEMM streamed through the MXU as ``ceil(K/R) * ceil(N/C)`` tiles of M beats
     each, back to back (the partial sums of one K block re-enter as the next block's ``c`` input,
-    which the caller must have ready; the engine does that). Weight streams always ready."""
-    tiles = gemm_tiles(m, k, n, rows, cols)
-    return mxu_schedule(rows, cols, stages, [m] * len(tiles)).total_cycles
+    which the caller must have ready; the engine does that). Weight streams always ready.
+
+    Computed in closed form from the recurrence of :func:`mxu_schedule` (every tile has the same M,
+    so the swap interval is constant after the first tile): O(1) time and memory for any GEMM.
+
+    Raises:
+        TypeError, ValueError: as :func:`gemm_tiles`, and L outside 1..9.
+    """
+    _check_gemm(m, k, n, rows, cols)
+    _check_array(rows, cols, stages)
+    tiles = ceil(k / rows) * ceil(n / cols)
+    R, C, L = rows, cols, stages
+    D = R * L + C - 1
+    GAP = max(1, (R - 1) * (L - 1))
+    HOLD = max(1, R + C - 2)
+    # s_0 = R + 1; for t >= 1: k_t = max(load_t + R, s_{t-1} + GAP) with load_t = k_{t-1} + HOLD, and
+    # s_t = max(k_t + 1, s_{t-1} + M). From t = 1 on, every step adds the same amount: the interval
+    # is max(M, GAP + 1, HOLD + 1 when the weight chain is the bound) -- computed by stepping twice
+    # and extrapolating, which the property tests hold against mxu_schedule.
+    k0, s0 = R, R + 1
+    if tiles == 1:
+        return s0 + m + D
+    k1 = max(k0 + HOLD + R, s0 + GAP)
+    s1 = max(k1 + 1, s0 + m)
+    if tiles == 2:
+        return s1 + m + D
+    k2 = max(k1 + HOLD + R, s1 + GAP)
+    s2 = max(k2 + 1, s1 + m)
+    step = s2 - s1
+    return s1 + (tiles - 2) * step + m + D
 
 
 def scalesim_ws_cycles(m: int, k: int, n: int, rows: int, cols: int) -> int:
-    """SCALE-Sim v2 weight-stationary compute cycles: ``ceil(K/R) * ceil(N/C) * (2R + C + M - 2)``."""
+    """SCALE-Sim v2 weight-stationary compute cycles: ``ceil(K/R) * ceil(N/C) * (2R + C + M - 2)``.
+
+    Raises:
+        TypeError, ValueError: M, K, N outside 1 .. 2**20 - 1, R or C outside 1..256.
+    """
+    _check_gemm(m, k, n, rows, cols)
     return ceil(k / rows) * ceil(n / cols) * (2 * rows + cols + m - 2)
 
 
 def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> float:
-    """Lower bound ``M*K*N / (R*C)``: every PE busy every cycle."""
+    """Lower bound ``M*K*N / (R*C)``: every PE busy every cycle.
+
+    Raises:
+        TypeError, ValueError: M, K, N outside 1 .. 2**20 - 1, R or C outside 1..256.
+    """
+    _check_gemm(m, k, n, rows, cols)
     return m * k * n / (rows * cols)
 
 
 def engine_blocking(m: int, k: int, n: int, config) -> dict:
     """The GEMM engine's blocking of an M x K x N GEMM, computed exactly as the RTL does
-    (:mod:`hw.engine.engine`): ``mb_max`` (rows per m-block), ``g`` (most n-blocks per group),
-    ``m_blocks`` (the row count of each m-block), ``block_g`` (n-blocks per group of each m-block)
-    and ``tile_rows`` (activation beats of every tile in
-    the order the MXU runs them).
+    (:mod:`hw.engine.engine`).
 
     Args:
+        m, k, n: the GEMM, each 1 .. 2**20 - 1 with K at most ``config.max_k``.
         config: a :class:`hw.engine.EngineConfig`.
+
+    Returns:
+        dict with ``mb_max`` (most rows per m-block), ``g`` (most n-blocks per group), ``m_blocks``
+        (the row count of each m-block, in order: every one >= 1, summing to M), ``block_g``
+        (n-blocks per group of each m-block) and ``tile_runs``: the tiles in the order the MXU runs
+        them, as ``(activation_beats, tiles)`` runs (each m-block's ``ceil(K/R) * ceil(N/C)`` tiles
+        all stream its rows; consecutive m-blocks of equal rows share a run). The size of the result is O(number of m-blocks) <= M, whatever K and N.
+
+    Raises:
+        TypeError: a dimension that is not an int, ``config`` not an EngineConfig.
+        ValueError: a dimension outside 1 .. 2**20 - 1 or K > ``config.max_k``
+            (:func:`check_engine_dims`), the engine's DIM_TOO_LARGE and ZERO_DIM errors.
     """
+    from hw.engine import EngineConfig
+
+    if not isinstance(config, EngineConfig):
+        raise TypeError(f"config must be an EngineConfig; got {type(config).__name__}")
+    check_engine_dims(m, k, n, config)
     R, C = config.mxu.rows, config.mxu.cols
     ob = config.operand_bytes
     nsub = max(1, R * ob // 32)
@@ -150,6 +270,9 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
     kb, nb = ceil(k / R), ceil(n / C)
     wpr = ceil(kb / cpw)
     mb_max = min(config.m_block, m, depth // wpr)
+    # K <= MAX_K keeps one A row in a bank, so an m-block holds at least one row (with 0 the loop
+    # below would never advance)
+    assert mb_max >= 1, (m, k, n, config)
     dep = config.mxu.latency_cycles + 16
     g = 0
     msmall = min(config.first_block_rows, mb_max)
@@ -163,6 +286,15 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
     cap0 = min(config.first_block_rows, mb_max)
     while m0 < m:
         rem = m - m0
+        if len(blocks) > 1 and cap0 == mb_max:
+            # steady state: every block takes mb_max rows until the last few decide the tail (the
+            # rules below all pick cap0 while rem >= 2 * cap0 + 2 * minm + tail), so take those
+            # blocks at once: O(1) instead of O(M / mb_max) steps
+            q = (rem - (2 * cap0 + 2 * minm + tail)) // cap0
+            if q > 0:
+                blocks.extend([cap0] * q)
+                m0 += q * cap0
+                continue
         if len(blocks) == 1:
             cap0 = cap0 if ramp else mb_max
         elif len(blocks) > 1:
@@ -184,23 +316,70 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
             mb = rem - tail
         blocks.append(mb)
         m0 += mb
-    tiles = []
-    group_sizes = []
+    # per block: the fewest n-blocks covering the K-chain distance, at most g (the RTL's rule); the
+    # group size changes only the order of a block's tiles, not their rows
+    rule = {mb: g if 8 * mb < dep else min(g, next(j for j in range(1, 9) if j * mb >= dep)) for mb in set(blocks)}
+    group_sizes = [rule[mb] for mb in blocks]
+    runs = []   # consecutive blocks of equal rows make one run of tiles
     for mb in blocks:
-        # per block: the fewest n-blocks covering the K-chain distance, at most g (the RTL's rule)
-        gb = g if 8 * mb < dep else min(g, next(j for j in range(1, 9) if j * mb >= dep))
-        group_sizes.append(gb)
-        nb0 = 0
-        while nb0 < nb:
-            gc = min(gb, nb - nb0)
-            tiles += [mb] * (kb * gc)
-            nb0 += gc
-    return {"mb_max": mb_max, "g": g, "m_blocks": blocks, "block_g": group_sizes, "tile_rows": tiles}
+        if runs and runs[-1][0] == mb:
+            runs[-1][1] += kb * nb
+        else:
+            runs.append([mb, kb * nb])
+    runs = [tuple(r) for r in runs]
+    return {"mb_max": mb_max, "g": g, "m_blocks": blocks, "block_g": group_sizes, "tile_runs": runs}
+
+
+def schedule_total(rows: int, cols: int, stages: int, tile_runs) -> int:
+    """Total cycles of :func:`mxu_schedule` for tiles given as ``(activation_beats, count)`` runs,
+    without listing them: within a run the recurrence's state (commit minus swap cycle) settles
+    to a fixed point, after which every tile adds the same number of cycles, so a run costs at
+    most a few hundred steps whatever its count.
+
+    Raises:
+        TypeError, ValueError: sizes out of range (as :func:`mxu_schedule`), an empty run list, a
+            run with beats or count < 1, more than 2**20 runs.
+    """
+    _check_array(rows, cols, stages)
+    runs = list(tile_runs)
+    if not runs or len(runs) > 1 << 20:
+        raise ValueError(f"tile_runs must hold 1 to {1 << 20} runs; got {len(runs)}")
+    R, C, L = rows, cols, stages
+    D = R * L + C - 1
+    GAP = max(1, (R - 1) * (L - 1))
+    HOLD = max(1, R + C - 2)
+    k = s = mt = None
+    for beats, count in runs:
+        check_int("tile_runs beats", beats, 1)
+        check_int("tile_runs count", count, 1)
+        left = count
+        prev_x = None
+        while left:
+            if s is None:
+                k, s = R, R + 1
+            else:
+                k_new = max(k + HOLD + R, s + GAP)
+                s_new = max(k_new + 1, s + mt)
+                k, step, s = k_new, s_new - s, s_new
+                x = k - s
+                if x == prev_x:   # fixed point: every remaining tile of the run adds `step`
+                    s += (left - 1) * step
+                    k = s + x
+                    mt = beats
+                    break
+                prev_x = x
+            mt = beats
+            left -= 1
+    return s + mt + D
 
 
 def engine_array_cycles(m: int, k: int, n: int, config) -> int:
     """Cycles of the engine's tile sequence on the MXU alone (:func:`mxu_schedule` of
     :func:`engine_blocking`'s tiles): what the engine would take with a memory that never makes it
-    wait; the RTL with the HBM controller takes at least this plus its start-up and drain."""
+    wait; the RTL with the HBM controller takes at least this plus its start-up and drain.
+
+    Raises:
+        TypeError, ValueError: as :func:`engine_blocking`.
+    """
     b = engine_blocking(m, k, n, config)
-    return mxu_schedule(config.mxu.rows, config.mxu.cols, config.mxu.stages, b["tile_rows"]).total_cycles
+    return schedule_total(config.mxu.rows, config.mxu.cols, config.mxu.stages, b["tile_runs"])

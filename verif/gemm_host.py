@@ -16,7 +16,8 @@ import numpy as np
 
 from hw.engine.csr import REG
 
-__all__ = ["FILL", "Layout", "layout", "poke_matrix", "peek_matrix", "check_untouched", "register_writes"]
+__all__ = ["FILL", "Layout", "layout", "check_gemm", "poke_matrix", "peek_matrix", "check_untouched",
+           "register_writes"]
 
 FILL = 0x5A
 BEAT = 32
@@ -61,6 +62,45 @@ def layout(m: int, k: int, n: int, operand_bytes: int, out_bytes: int, load_c: b
             out[name] = (None, stride)
     return Layout(out["a"][0], out["a"][1], out["b"][0], out["b"][1], out["c"][0], out["c"][1], out["d"][0],
                   out["d"][1], addr)
+
+
+def check_gemm(m: int, k: int, n: int, config, *, load_c: bool = False, out_bf16: bool = False,
+               start: int = 0x1000, pad_bytes: int = 0) -> Layout:
+    """The GEMM engine's descriptor checks, made on the host before anything is built or run, and
+    the :func:`layout` of the GEMM in the engine's memory.
+
+    The engine makes the same checks at START (``hw.engine.ERRORS``: ZERO_DIM, DIM_TOO_LARGE,
+    FORMAT, RANGE) and reports them in STATUS; checking here first turns a GEMM the engine would
+    refuse into one clear message instead of a simulator build and a failed run.
+
+    Args:
+        m, k, n: the GEMM's M x K x N.
+        config: the :class:`hw.engine.EngineConfig` of the engine that will run it.
+        load_c: an initial accumulator C0 is loaded (its M x N fp32 region is placed too).
+        out_bf16: results are written as bf16 (2 bytes each) instead of fp32 / int32 (4 bytes).
+        start, pad_bytes: as :func:`layout`.
+
+    Returns:
+        The :class:`Layout` (its ``end`` is at most the memory's ``capacity_bytes``).
+
+    Raises:
+        TypeError: a dimension that is not an int.
+        ValueError: M, K or N outside 1 .. 2**20 - 1; K above the engine's MAX_K; bf16 output with
+            int8; the matrices do not fit the memory (bytes needed and available named).
+    """
+    from verif.cycles import check_engine_dims
+
+    check_engine_dims(m, k, n, config)
+    if out_bf16 and config.mxu.fmt == "int8":
+        raise ValueError("bf16 output does not apply to the int8 format (results are int32)")
+    lay = layout(m, k, n, config.operand_bytes, 2 if out_bf16 else 4, load_c, start=start, pad_bytes=pad_bytes)
+    capacity = config.hbm.capacity_bytes
+    if lay.end > capacity:
+        what = "A, B, C0 and D" if load_c else "A, B and D"
+        raise ValueError(f"a {m}x{k}x{n} GEMM does not fit the engine's memory: {what} need "
+                         f"{lay.end - _round_up(start, 4096):,} bytes from 0x{_round_up(start, 4096):x} "
+                         f"(rows 32 B aligned, matrices 4 KiB aligned); the memory holds {capacity:,} bytes")
+    return lay
 
 
 def poke_matrix(device, base: int, stride: int, x: np.ndarray) -> None:

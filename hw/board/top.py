@@ -85,7 +85,7 @@ class BoardConfig:
 
     def __post_init__(self):
         if not isinstance(self.engine, EngineConfig):
-            raise ValueError(f"engine must be an EngineConfig; got {type(self.engine).__name__}")
+            raise TypeError(f"engine must be an EngineConfig; got {type(self.engine).__name__}")
         uart_divisor(self.clk_hz, self.baud)
         check_int("rx_fifo_depth", self.rx_fifo_depth, 2, 4096)
 

@@ -139,7 +139,8 @@ class EngineConfig:
         rob_depth: read reorder-buffer beats per AXI port in the HBM controller (default 64).
 
     Raises:
-        ValueError: naming the parameter and its allowed values.
+        TypeError: a parameter of the wrong type (``mxu`` not an MXUConfig, a float for an integer).
+        ValueError: a parameter outside its allowed values (the message names both).
     """
 
     mxu: MXUConfig = field(default_factory=MXUConfig)
@@ -153,9 +154,9 @@ class EngineConfig:
 
     def __post_init__(self):
         if not isinstance(self.mxu, MXUConfig):
-            raise ValueError(f"mxu must be an MXUConfig; got {type(self.mxu).__name__}")
+            raise TypeError(f"mxu must be an MXUConfig; got {type(self.mxu).__name__}")
         if not isinstance(self.hbm, HBMConfig):
-            raise ValueError(f"hbm must be an HBMConfig; got {type(self.hbm).__name__}")
+            raise TypeError(f"hbm must be an HBMConfig; got {type(self.hbm).__name__}")
         _pow2("rows", self.mxu.rows, 1, 256)
         _pow2("cols", self.mxu.cols, 1, 256)
         if self.hbm.burst_bytes != BEAT_BYTES:

@@ -246,7 +246,7 @@ class HBMConfig:
         if isinstance(self.burst_length, bool) or self.burst_length not in (2, 4):
             raise ValueError(f"burst_length must be one of 2, 4; got {self.burst_length!r}")
         if not isinstance(self.timing, HBMTiming):
-            raise ValueError(f"timing must be an HBMTiming; got {self.timing!r}")
+            raise TypeError(f"timing must be an HBMTiming; got {self.timing!r}")
         if self.timing.burst_cycles != self.burst_length // 2:
             raise ValueError(
                 f"timing.burst_cycles must be burst_length / 2 = {self.burst_length // 2}; "
@@ -257,7 +257,7 @@ class HBMConfig:
         check_int("tag_bits", self.tag_bits, 1, 16)
         check_int("age_cap_cycles", self.age_cap_cycles, 1, 65535)
         if not isinstance(self.channel_xor, bool):
-            raise ValueError(f"channel_xor must be True or False; got {self.channel_xor!r}")
+            raise TypeError(f"channel_xor must be True or False; got {self.channel_xor!r}")
         mapping = self.address_mapping
         if isinstance(mapping, list):
             mapping = tuple(mapping)

@@ -127,7 +127,8 @@ def to_format(x, fmt: str, *, saturate: bool = False) -> np.ndarray:
     """Convert host data into input format ``fmt`` the way the hardware's user expects.
 
     Args:
-        x: array-like. float32 is rounded to nearest, ties to even (via ml_dtypes); float64 is rounded
+        x: array-like. float32 is rounded to nearest, ties to even (via ml_dtypes), and so is float16
+            (widened to float32 exactly first); float64 is rounded
             **once** (ml_dtypes 0.6 goes through float32 and double-rounds, e.g. 1 + 2**-8 + 2**-40
             would give bf16 0x3F80 instead of 0x3F81); uint16 (bf16) or uint8 (fp8) are raw bit
             patterns taken as they are; arrays already in the format pass unchanged. For int8, any
