@@ -5,6 +5,11 @@ Options
     ``--seed N``    seed for every randomized test; also ``MXU_SEED=N``. Without it each test
                     draws its own seed and prints it, so any failure can be replayed.
 
+Hypothesis profiles
+    ``ci`` (default): 40 examples per property, so the property tests take seconds; ``soak`` (with
+    ``--soak``): 2,000 examples each. A failing property prints the seed to replay it
+    (``--hypothesis-seed``) and the smallest failing input.
+
 Fixtures
     ``soak``        bool: soak mode is on.
     ``seed``        int: the test's random seed (printed; shown in the report of a failing test).
@@ -55,12 +60,24 @@ def _soak_enabled(config: pytest.Config) -> bool:
     return bool(config.getoption("--soak")) or _env_true("MXU_SOAK")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from hypothesis import HealthCheck, settings
+
+    # deadline: every model call is bounded; a property example taking seconds is a defect
+    settings.register_profile("ci", max_examples=40, deadline=2000,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("soak", max_examples=2000, deadline=10000,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("soak" if _soak_enabled(config) else "ci")
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     seed = config.getoption("--seed")
     if seed is None and os.environ.get("MXU_SEED"):
         seed = os.environ["MXU_SEED"]
     return [
-        f"mxu: soak={'on' if _soak_enabled(config) else 'off'}, "
+        f"mxu: soak={'on' if _soak_enabled(config) else 'off'} "
+        f"(hypothesis profile {'soak' if _soak_enabled(config) else 'ci'}), "
         f"seed={seed if seed is not None else 'random per test'}, "
         f"simulators={','.join(SIMULATORS)}, CI={os.environ.get('CI', '')!r}"
     ]

@@ -1,0 +1,180 @@
+"""Every ``mxu`` command validates all of its inputs before any expensive work.
+
+Table-driven: each command with each bad input exits 2 with one line ``mxu: error: ...`` on stderr,
+writes nothing, returns in under a few seconds, and never reaches the expensive steps (Verilog
+generation, a simulator build or run, training, synthesis, place and route): those are replaced by
+functions that fail the test. The first rows are the inputs of the hardening report (K above MAX_K,
+an unwritable ``mxu demo -o``, a 0-d array, a 1000 x 1000 array).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.cli import UsageError, _progress_enabled, main
+
+ROOT = Path(__file__).resolve().parents[1]
+UNWRITABLE = "/proc/mxu-no-such-folder"   # no file can be created under /proc, not even by root
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """Input files in the test's working folder, and every expensive step replaced by a failure."""
+    import sim.board
+    import sim.demo_mlp
+    import sim.gemm
+    import sim.runner
+    import sim.synth
+
+    def expensive(name):
+        def fail(*a, **k):
+            raise AssertionError(f"{name} started for bad input")
+        return fail
+
+    for module, name in ((sim.runner, "generate_verilog"), (sim.runner, "run_cocotb"), (sim.gemm, "run_gemms"),
+                         (sim.synth, "run_flow"), (sim.demo_mlp, "run"), (sim.demo_mlp, "train"),
+                         (sim.board, "build_bitstream")):
+        monkeypatch.setattr(module, name, expensive(f"{module.__name__}.{name}"))
+    monkeypatch.chdir(tmp_path)
+    np.save("a.npy", np.ones((4, 8), np.float32))
+    np.save("b.npy", np.ones((8, 3), np.float32))
+    np.save("kA.npy", np.ones((1, 16385), np.float32))      # the report's input: K = MAX_K + 1
+    np.save("kB.npy", np.ones((16385, 1), np.float32))
+    np.save("k8A.npy", np.ones((1, 32769), np.int8))       # int8: MAX_K = 32768
+    np.save("k8B.npy", np.ones((32769, 1), np.int8))
+    np.save("scalar.npy", np.float32(3.0))                  # 0-d
+    np.save("a16.npy", np.ones((4, 8), np.float16))
+    Path("file.txt").write_text("not a folder\n")
+    Path("bad.toml").write_text('rows = "eight"\n')
+    return tmp_path
+
+
+# (arguments, environment, the message's text). Every row must fail with exit 2 before any work.
+BAD = [
+    # mxu matmul: the hardware's limits on the host
+    (["matmul", "kA.npy", "kB.npy", "-o", "k.npy"], {},
+     "K = 16385 is larger than the engine's MAX_K = 16384 (one row of A must fit an A bank of "
+     "a_buffer_bytes = 32768 bytes, 2 byte(s) per bf16 element)"),
+    (["matmul", "k8A.npy", "k8B.npy", "--fmt", "int8", "-o", "k.npy"], {},
+     "K = 32769 is larger than the engine's MAX_K = 32768"),
+    (["matmul", "scalar.npy", "b.npy", "-o", "k.npy"], {}, "A scalar.npy must be a 2-D matrix; got shape ()"),
+    (["matmul", "a.npy", "scalar.npy", "-o", "k.npy"], {}, "B scalar.npy must be a 2-D matrix; got shape ()"),
+    (["matmul", "a.npy", "b.npy", "--rows", "32", "--cols", "32", "-o", "k.npy"], {},
+     "a 32x32 GEMM engine (1,024 PEs) is above the simulation limit of 256 PEs (16x16)"),
+    (["matmul", "a.npy", "b.npy", "-o", f"{UNWRITABLE}/C.npy"], {}, "is not writable"),
+    (["matmul", "a.npy", "b.npy", "-o", "file.txt/C.npy"], {}, "file.txt is not a folder"),
+    (["matmul", "a.npy", "b.npy", "--waves", f"{UNWRITABLE}/w.fst", "-o", "k.npy"], {}, "--waves"),
+    (["matmul", "a.npy", "b.npy", "-o", "k.npy"], {"MXU_PROGRESS": "maybe"},
+     "MXU_PROGRESS must be one of 1, true, yes, on, 0, false, no, off; got 'maybe'"),
+    # mxu demo: the report folder before training, the build and the simulation
+    (["demo", "-o", UNWRITABLE], {}, f"--out {UNWRITABLE}: folder /proc is not writable"),
+    (["demo", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+    (["demo", "-o", "file.txt/report"], {}, "file.txt is not a folder"),
+    (["demo", "--rows", "32", "--cols", "16"], {}, "a 32x16 GEMM engine (512 PEs) is above the simulation limit"),
+    # mxu generate / synth: size estimate and output folder before generation
+    (["generate", "--rows", "1000", "--cols", "1000", "-o", "g"], {},
+     "a 1000x1000 MXU (1,000,000 PEs) needs an estimated 32.8 GiB of memory"),
+    (["generate", "--rows", "4", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
+    (["generate", "--rows", "4", "-o", "file.txt/g"], {}, "file.txt is not a folder"),
+    (["generate", "--config", "bad.toml", "-o", "g"], {}, "rows must be an integer >= 1; got 'eight'"),
+    (["synth", "--target", "ecp5-85k", "--rows", "1000", "--cols", "1000", "-o", "s"], {},
+     "pass --no-size-limit to generate it anyway"),
+    (["synth", "--target", "ecp5-85k", "--rows", "2", "--cols", "2", "-o", UNWRITABLE], {}, "is not writable"),
+    # mxu board build: the output folder before synthesis
+    (["board", "build", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
+    (["board", "build", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+]
+
+
+@pytest.mark.parametrize("args,env,message", BAD, ids=[" ".join(a)[:60] for a, _, _ in BAD])
+def test_bad_input_exits_2_before_any_work(work, capsys, monkeypatch, args, env, message):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    before = sorted(p.name for p in work.iterdir())
+    t0 = time.perf_counter()
+    rc = main(args)
+    seconds = time.perf_counter() - t0
+    out, err = capsys.readouterr()
+    assert rc == 2, err
+    assert err.startswith("mxu: error: ") and err.count("\n") == 1 and message in err, err
+    assert out == ""
+    assert sorted(p.name for p in work.iterdir()) == before    # nothing written, no folder made
+    assert seconds < 5, f"{seconds:.1f} s: some work started before the check"
+
+
+def test_k_above_max_k_in_a_fresh_process_returns_at_once(tmp_path):
+    """The report's command as a user runs it: it looped for 10 minutes and grew to 4.9 GB; now one
+    line and exit 2 in about a second (the import time), nothing written."""
+    np.save(tmp_path / "kA.npy", np.ones((1, 16385), np.float32))
+    np.save(tmp_path / "kB.npy", np.ones((16385, 1), np.float32))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "sim.cli", "matmul", "kA.npy", "kB.npy", "-o", "k.npy"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MXU_PROGRESS": "1"})
+    assert time.perf_counter() - t0 < 30
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("mxu: error: K = 16385 is larger than the engine's MAX_K = 16384")
+    assert r.stderr.count("\n") == 1 and "\r" not in r.stderr
+    assert not (tmp_path / "k.npy").exists()
+
+
+def test_mxu_progress_values(monkeypatch):
+    """MXU_PROGRESS=0 turned the bar on (any non-empty value counted); now 0/false/no/off force it
+    off even on a terminal, 1/true/yes/on force it on, unset or empty follow the terminal."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    for value in ("0", "false", "No", " off "):
+        monkeypatch.setenv("MXU_PROGRESS", value)
+        assert _progress_enabled() is False, value
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    for value in ("1", "TRUE", "yes", "on"):
+        monkeypatch.setenv("MXU_PROGRESS", value)
+        assert _progress_enabled() is True, value
+    monkeypatch.setenv("MXU_PROGRESS", "")
+    assert _progress_enabled() is False
+    monkeypatch.delenv("MXU_PROGRESS")
+    assert _progress_enabled() is False
+    monkeypatch.setenv("MXU_PROGRESS", "2")
+    with pytest.raises(UsageError, match="^MXU_PROGRESS must be one of"):
+        _progress_enabled()
+
+
+def test_float16_inputs_are_documented_and_accepted(work, capsys, monkeypatch):
+    """float16 operands pass the input checks (the run itself is replaced here): the help says so."""
+    from sim.cli import _load_npy, _operand
+    a = _operand(_load_npy(Path("a16.npy"), "A"), "A", Path("a16.npy"), "bf16", False)
+    assert a.dtype.name == "bfloat16" and a.shape == (4, 8)
+    with pytest.raises(SystemExit):
+        main(["matmul", "--help"])
+    assert "float16 and float32 values are rounded to nearest even" in capsys.readouterr().out
+
+
+def test_no_size_limit_lets_a_large_generation_through(work, capsys):
+    """--no-size-limit skips the estimate: the command goes on to generation (here the replaced
+    generate_verilog, which fails the run), so the limit is what stopped it before."""
+    with pytest.raises(AssertionError, match="generate_verilog started"):
+        main(["generate", "--rows", "1000", "--cols", "1000", "--no-size-limit", "-o", "g"])
+    assert not (work / "g").exists()
+
+
+def test_size_estimates_follow_the_measured_table():
+    """The estimate reproduces the measured points it is built on (bench/results/mxu_scale.json)
+    and grows linearly beyond them."""
+    import json
+
+    from sim import size
+    measured = json.loads((ROOT / "bench" / "results" / "mxu_scale.json").read_text())["generation"]
+    assert [(r["size"], r["generate_s"], r["peak_rss_mib"]) for r in measured] == list(size.GENERATION_MEASURED)
+    for r in measured:
+        est = size.generation_estimate(r["size"], r["size"])
+        assert (est.seconds, est.mib) == pytest.approx((r["generate_s"], r["peak_rss_mib"]))
+    e256, e512 = size.generation_estimate(256, 256), size.generation_estimate(512, 512)
+    assert e256.mib == pytest.approx(181.4 + 5 * (593.7 - 181.4)) and e512.mib > 8192 > e256.mib
+    assert size.check_generation_size(256, 256) == e256   # the tpu-v1-int8-256x256 preset stays allowed
+    with pytest.raises(ValueError, match="^a 512x512 MXU"):
+        size.check_generation_size(512, 512)
