@@ -93,27 +93,36 @@ def _pe_and_row_verilog(config, name: str) -> tuple[str, str]:
     return pe_text, row_text
 
 
+def _with_pe_and_row(make, mxu_config, name: str) -> str:
+    """Verilog of a component that holds an MXU, with the MXU's PE and row as separate modules
+    (``<name>_pe``, ``<name>_row``) as :func:`mxu_verilog` does; ``make(row_name)`` builds the
+    component with ``pe_blackbox=True`` and that row module name."""
+    from amaranth.back import verilog
+
+    pe_text, row_text = _pe_and_row_verilog(mxu_config, name)
+    top_text = verilog.convert(make(f"{name}_row"), name=name, emit_src=False)
+    return "\n".join((pe_text, row_text, top_text))
+
+
+def engine_verilog(config, name: str = "engine") -> str:
+    """Verilog text of :class:`hw.engine.GEMMEngine` alone (its AXI4 masters and AXI4-Lite slave
+    as ports), PE and row as separate modules."""
+    from .engine import GEMMEngine
+
+    return _with_pe_and_row(lambda row: GEMMEngine(config, pe_blackbox=True, row_name=row), config.mxu, name)
+
+
 def gemm_top_verilog(config, name: str = "gemm") -> str:
     """Verilog text of :class:`hw.top.GEMMTop` (engine + HBM controller) with the MXU's PE and row
     as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does."""
-    from amaranth.back import verilog
-
     from .top import GEMMTop
 
-    pe_text, row_text = _pe_and_row_verilog(config.mxu, name)
-    top_text = verilog.convert(GEMMTop(config, pe_blackbox=True, row_name=f"{name}_row"), name=name,
-                               emit_src=False)
-    return "\n".join((pe_text, row_text, top_text))
+    return _with_pe_and_row(lambda row: GEMMTop(config, pe_blackbox=True, row_name=row), config.mxu, name)
 
 
 def board_top_verilog(config, name: str = "board") -> str:
     """Verilog text of :class:`hw.board.BoardTop` (engine + HBM controller + BRAM emulators + UART
     bridge) with the MXU's PE and row as separate modules, as :func:`gemm_top_verilog` does."""
-    from amaranth.back import verilog
-
     from .board import BoardTop
 
-    pe_text, row_text = _pe_and_row_verilog(config.engine.mxu, name)
-    top_text = verilog.convert(BoardTop(config, pe_blackbox=True, row_name=f"{name}_row"), name=name,
-                               emit_src=False)
-    return "\n".join((pe_text, row_text, top_text))
+    return _with_pe_and_row(lambda row: BoardTop(config, pe_blackbox=True, row_name=row), config.engine.mxu, name)
