@@ -85,7 +85,7 @@ class MXUConfig:
 
     def __post_init__(self):
         if not isinstance(self.backpressure, bool):
-            raise ValueError(f"backpressure must be True or False; got {self.backpressure!r}")
+            raise TypeError(f"backpressure must be True or False; got {self.backpressure!r}")
         check_int("rows", self.rows, 1)
         check_int("cols", self.cols, 1)
         check_choice("fmt", self.fmt, Format)

@@ -241,12 +241,18 @@ def test_mac_holds_bubbles():
     ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
     ({"stages": 10}, "stages must be an integer from 0 to 9; got 10"),
     ({"stages": -1}, "stages must be an integer from 0 to 9; got -1"),
-    ({"stages": True}, "stages must be an integer from 0 to 9; got True"),
 ])
 def test_mac_config_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
         MACConfig(**kwargs)
     assert str(e.value) == message
+
+
+def test_mac_config_wrong_type():
+    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 9; got True$"):
+        MACConfig(stages=True)
+    with pytest.raises(TypeError, match=r"^fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 8$"):
+        MACConfig(fmt=8)
 
 
 def test_stage_placement_table():

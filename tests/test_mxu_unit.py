@@ -155,18 +155,19 @@ def test_cycles_against_scalesim():
             assert single == r * (l - 1) + 2
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"rows": 0}, "rows must be an integer >= 1; got 0"),
-    ({"cols": -1}, "cols must be an integer >= 1; got -1"),
-    ({"rows": 2.5}, "rows must be an integer >= 1; got 2.5"),
-    ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'"),
-    ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
-    ({"stages": 0}, "stages must be an integer from 1 to 9; got 0"),
-    ({"stages": 10}, "stages must be an integer from 1 to 9; got 10"),
-    ({"backpressure": 1}, "backpressure must be True or False; got 1"),
+@pytest.mark.parametrize("kwargs,message,error", [
+    ({"rows": 0}, "rows must be an integer >= 1; got 0", ValueError),
+    ({"cols": -1}, "cols must be an integer >= 1; got -1", ValueError),
+    ({"rows": 2.5}, "rows must be an integer >= 1; got 2.5", TypeError),
+    ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'", ValueError),
+    ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'", ValueError),
+    ({"stages": 0}, "stages must be an integer from 1 to 9; got 0", ValueError),
+    ({"stages": 10}, "stages must be an integer from 1 to 9; got 10", ValueError),
+    ({"backpressure": 1}, "backpressure must be True or False; got 1", TypeError),
 ])
-def test_config_errors(kwargs, message):
-    with pytest.raises(ValueError) as e:
+def test_config_errors(kwargs, message, error):
+    """A value of the wrong type raises TypeError, a value out of range ValueError."""
+    with pytest.raises(error) as e:
         MXUConfig(**kwargs)
     assert str(e.value) == message
 
