@@ -31,15 +31,15 @@ import sys
 import time
 from pathlib import Path
 
+
+import numpy as np
+
+from sim.gemm import EngineParams, GemmJob, run_gemms
+from verif.cycles import engine_array_cycles, gemm_cycles, ideal_cycles, scalesim_ws_cycles
+from verif.gemm_host import engine_error
+from verif.golden import compare_bits, expected_bits, result_bits, to_format
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-
-from sim.cli import compare_bits, engine_error, engine_model_cycles, expected_bits, result_bits  # noqa: E402
-from sim.gemm import EngineParams, GemmJob, run_gemms  # noqa: E402
-from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles  # noqa: E402
-from verif.golden import to_format  # noqa: E402
 
 SHAPES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (1, 256, 256), (256, 256, 8)]
 ARRAYS = [(8, 8), (16, 16)]
@@ -74,7 +74,8 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
               file=sys.stderr)
         for (m, k, n), job, res in zip(shapes, jobs, results):
             error = engine_error(res.status)
-            bad = compare_bits(result_bits(res, "fp32"), expected_bits(job, "bf16", "ftz")) if error is None else None
+            bad = (compare_bits(result_bits(res.bits, "fp32"), expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz"))
+                   if error is None else None)
             ideal = ideal_cycles(m, k, n, rows, cols)
             ss = scalesim_ws_cycles(m, k, n, rows, cols)
             pred = gemm_cycles(m, k, n, rows, cols, stages)
@@ -83,7 +84,7 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
                 "pseudo_channels": params.pseudo_channels, "a_buffer_bytes": params.a_buffer_bytes,
                 "m": m, "k": k, "n": n,
                 "cycles": int(res.cycles), "predicted_cycles": pred, "overhead_cycles": int(res.cycles) - pred,
-                "engine_model_cycles": engine_model_cycles(m, k, n, params),
+                "engine_model_cycles": engine_array_cycles(m, k, n, params.engine_config()),
                 "ideal_cycles": ideal, "scalesim_cycles": ss,
                 "utilization": round(ideal / res.cycles, 4) if res.cycles else None,
                 "predicted_utilization": round(ideal / pred, 4),

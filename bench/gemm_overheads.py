@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from verif.golden import matmul, to_format  # noqa: E402
+from verif.golden import matmul, to_format
+
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "bench" / "results" / "gemm_overheads.json"
 STEADY = [(64, 64, 64), (128, 64, 64), (256, 64, 64), (128, 128, 128), (256, 128, 128)]

@@ -9,7 +9,7 @@ Runs one bf16 GEMM (the benchmark's random data: ``gemm_bench._jobs``, seed 2024
   A read beats per cycle over it, and the cycles in it with the A port's ARVALID high.
 
 Writes ``bench/results/gemm_trace_<R>x<C>_<P>pc_<M>x<K>x<N>.json`` and prints it.
-Usage: ``.venv/bin/python bench/gemm_trace.py [--array 16x16] [--shape 256x256x8] [--pseudo-channels 4]``
+Usage: ``.venv/bin/python -m bench.gemm_trace [--array 16x16] [--shape 256x256x8] [--pseudo-channels 4]``
 (the 16x16 Verilator build takes 16-25 min the first time; cached afterwards).
 """
 
@@ -23,15 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from gemm_bench import SEED, _git_commit, _jobs  # noqa: E402
-from hw.hbm.controller import ColCmd, RowCmd  # noqa: E402
-from sim.cli import compare_bits, engine_error, expected_bits, result_bits  # noqa: E402
-from sim.gemm import EngineParams, run_gemms  # noqa: E402
-from sim.runner import build_root  # noqa: E402
+from bench.gemm_bench import SEED, _git_commit, _jobs
+from hw.hbm.controller import ColCmd, RowCmd
+from sim.gemm import EngineParams, run_gemms
+from sim.runner import build_root
+from verif.gemm_host import engine_error
+from verif.golden import compare_bits, expected_bits, result_bits
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # columns of the trace's ``samples`` (sim.gemm.run_gemms docstring)
 S_CYCLE, S_A_ARVALID, S_A_RVALID = 0, 7, 8
@@ -92,7 +92,8 @@ def main(argv=None) -> int:
         counts = reduce_trace(t["cmds"], t["samples"], args.pseudo_channels)
     res = results[0]
     error = engine_error(res.status)
-    bad = compare_bits(result_bits(res, "fp32"), expected_bits(job, "bf16", "ftz")) if error is None else None
+    bad = (compare_bits(result_bits(res.bits, "fp32"), expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz"))
+           if error is None else None)
     m, k, n = shape
     report = {"benchmark": "bench/gemm_trace.py", "git_commit": commit, "seed": SEED, "array": f"{rows}x{cols}",
               "pseudo_channels": args.pseudo_channels, "m": m, "k": k, "n": n, "cycles": int(res.cycles),

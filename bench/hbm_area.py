@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from hw.hbm.config import HBMConfig  # noqa: E402
-from hw.hbm.controller import PseudoChannelController  # noqa: E402
-from hw.hbm.emulator import BRAMEmulator  # noqa: E402
-from sim.runner import generate_verilog  # noqa: E402
-from bench.mac_area import yosys_stat  # noqa: E402
+from hw.hbm.config import HBMConfig
+from hw.hbm.controller import PseudoChannelController
+from hw.hbm.emulator import BRAMEmulator
+from sim.runner import generate_verilog
+from bench.mac_area import yosys_stat
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CELLS = ("LUT4", "TRELLIS_FF", "CCU2C", "PFUMX", "L6MUX21", "TRELLIS_DPR16X4", "DP16KD")
 

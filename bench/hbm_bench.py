@@ -36,12 +36,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from hw.hbm.config import TIMING_PRESETS, HBMConfig  # noqa: E402
-from hw.hbm.controller import PseudoChannelController  # noqa: E402
-from sim.runner import generate_verilog, run_cocotb  # noqa: E402
+from hw.hbm.config import TIMING_PRESETS, HBMConfig
+from hw.hbm.controller import PseudoChannelController
+from sim.runner import generate_verilog, run_cocotb
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def scenarios(scale: float) -> dict[str, list[dict]]:

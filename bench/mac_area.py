@@ -19,12 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from hw.arith import MAC, MACConfig  # noqa: E402
-from sim import toolchain  # noqa: E402
-from sim.runner import generate_verilog  # noqa: E402
+from hw.arith import MAC, MACConfig
+from sim import toolchain
+from sim.runner import generate_verilog
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT = "bf16:ftz:0,bf16:ftz:2,bf16:ieee:2,bf16:ftz:4,bf16:ftz:7,bf16:ftz:9,fp8_e4m3fn:ftz:2,int8:ftz:2"
 CELLS = ("LUT4", "MULT18X18D", "CCU2C", "TRELLIS_FF", "PFUMX", "L6MUX21")

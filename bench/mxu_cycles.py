@@ -13,10 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles  # noqa: E402
+from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SHAPES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (1, 256, 256), (256, 256, 8), (8, 8, 8), (16, 16, 16)]
 ARRAYS = [(8, 8, 2), (16, 16, 2), (8, 8, 1)]

@@ -22,12 +22,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 _GEN = r"""
 import json, os, resource, sys, time
 os.environ["AMARANTH_USE_YOSYS"] = "builtin"
-sys.path.insert(0, sys.argv[2])
 from hw.generate import mxu_verilog
 from hw.mxu import MXUConfig
 n = int(sys.argv[1])

@@ -43,15 +43,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from hw.arith import MAC, MAX_STAGES, MACConfig  # noqa: E402
-from hw.generate import mxu_verilog  # noqa: E402
-from hw.mxu import MXUConfig  # noqa: E402
-from hw.pe import PE, PEConfig  # noqa: E402
-from sim import synth  # noqa: E402
-from sim.runner import generate_verilog  # noqa: E402
+from hw.arith import MAC, MAX_STAGES, MACConfig
+from hw.generate import mxu_verilog
+from hw.mxu import MXUConfig
+from hw.pe import PE, PEConfig
+from sim import synth
+from sim.runner import generate_verilog
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "bench" / "results" / "synth_scale.json"
 PLOT = ROOT / "bench" / "results" / "synth_stages.png"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from .engine import EngineConfig, GEMMEngine
 from .engine.csr import axi4lite_signature

@@ -103,19 +103,20 @@ def _golden(job, cfg):
 
 
 def _layer_record(name, job, result, info, golden_bits, cfg, params):
-    from sim.cli import compare_bits, engine_error, engine_model_cycles, result_bits
-    from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+    from verif.cycles import engine_array_cycles, gemm_cycles, ideal_cycles, scalesim_ws_cycles
+    from verif.gemm_host import engine_error
+    from verif.golden import compare_bits, result_bits
 
     m, k = job.a.shape
     n = job.b.shape[1]
     error = engine_error(result.status)
-    bad = compare_bits(result_bits(result, "fp32"), golden_bits) if error is None else []
+    bad = compare_bits(result_bits(result.bits, "fp32"), golden_bits) if error is None else []
     ideal = ideal_cycles(m, k, n, cfg.rows, cfg.cols)
     return {
         "layer": name, "m": m, "k": k, "n": n,
         "cycles": int(result.cycles),
         "predicted_cycles": gemm_cycles(m, k, n, cfg.rows, cfg.cols, cfg.stages),
-        "engine_model_cycles": engine_model_cycles(m, k, n, params),
+        "engine_model_cycles": engine_array_cycles(m, k, n, params.engine_config()),
         "ideal_cycles": ideal,
         "scalesim_cycles": scalesim_ws_cycles(m, k, n, cfg.rows, cfg.cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.cli import UsageError, _progress_enabled, main
+from sim.cli import UsageError, main
+from sim.cli.files import progress_enabled as _progress_enabled
 
 ROOT = Path(__file__).resolve().parents[1]
 UNWRITABLE = "/proc/mxu-no-such-folder"   # no file can be created under /proc, not even by root
@@ -146,8 +147,8 @@ def test_mxu_progress_values(monkeypatch):
 
 def test_float16_inputs_are_documented_and_accepted(work, capsys, monkeypatch):
     """float16 operands pass the input checks (the run itself is replaced here): the help says so."""
-    from sim.cli import _load_npy, _operand
-    a = _operand(_load_npy(Path("a16.npy"), "A"), "A", Path("a16.npy"), "bf16", False)
+    from sim.cli.files import load_npy, operand
+    a = operand(load_npy(Path("a16.npy"), "A"), "A", Path("a16.npy"), "bf16", False)
     assert a.dtype.name == "bfloat16" and a.shape == (4, 8)
     with pytest.raises(SystemExit):
         main(["matmul", "--help"])

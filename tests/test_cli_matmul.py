@@ -20,7 +20,15 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from sim.cli import compare_bits, engine_error, expected_bits, main, result_bits
+from sim.cli import main
+from verif.gemm_host import engine_error
+from verif.golden import compare_bits, result_bits
+from verif.golden import expected_bits as golden_bits
+
+
+def expected_bits(job, fmt, subnormals):
+    """The golden bits of a sim.gemm.GemmJob."""
+    return golden_bits(job.a, job.b, job.c, fmt=fmt, subnormals=subnormals, out=job.out)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -311,7 +319,7 @@ def check_run(jobs, params, simulator):
     for i, (job, res) in enumerate(zip(jobs, results)):
         shape = f"{job.a.shape[0]}x{job.a.shape[1]}x{job.b.shape[1]}"
         assert engine_error(res.status) is None, f"job {i} ({shape}): {engine_error(res.status)}"
-        rtl = result_bits(res, job.out)
+        rtl = result_bits(res.bits, job.out)
         gold = expected_bits(job, params.fmt, params.subnormals)
         assert rtl.shape == gold.shape, f"job {i} ({shape}): result shape {rtl.shape}"
         bad = compare_bits(rtl, gold)
@@ -385,7 +393,7 @@ def test_engine_shapes_and_specials(simulator, seed):
     specials = special_jobs()
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
     for (job, ftz, _), res in zip(specials, results[len(jobs):]):
-        assert result_bits(res, "fp32")[:, 0].tolist() == ftz
+        assert result_bits(res.bits, "fp32")[:, 0].tolist() == ftz
 
 
 # One Verilator build of the engine costs minutes of C++ on 2 cores, while for GEMMs this small
@@ -416,9 +424,9 @@ def test_engine_formats(fmt, subnormals, simulator, seed):
     specials = special_jobs() if fmt == "bf16" else []
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
     for (job, ftz, ieee), res in zip(specials, results[len(jobs):]):
-        assert result_bits(res, "fp32")[:, 0].tolist() == (ieee if subnormals == "ieee" else ftz)
+        assert result_bits(res.bits, "fp32")[:, 0].tolist() == (ieee if subnormals == "ieee" else ftz)
     if fmt == "int8":
-        assert result_bits(results[len(jobs) - 1], "fp32").tolist() == [[0x8000270F, 0x7FFFD8F0]]
+        assert result_bits(results[len(jobs) - 1].bits, "fp32").tolist() == [[0x8000270F, 0x7FFFD8F0]]
 
 
 @pytest.mark.cocotb
@@ -433,7 +441,7 @@ def test_same_gemm_on_different_arrays(simulator, seed, soak):
     outs = []
     for rows, cols in ((4, 4), (8, 8), (4, 8)) + (((16, 8),) if soak else ()):
         results = check_run(jobs, EngineParams(rows=rows, cols=cols), simulator)
-        outs.append([result_bits(r, "fp32") for r in results])
+        outs.append([result_bits(r.bits, "fp32") for r in results])
     for other in outs[1:]:
         for x, y in zip(outs[0], other):
             assert np.array_equal(x, y)

@@ -14,7 +14,8 @@ from hw.engine import REG, EngineConfig
 from hw.hbm.config import HBMConfig
 from hw.mxu import MXUConfig
 from verif.engine_sim import run_engine_amaranth
-from verif.golden import fp32_to_bf16_bits, matmul, to_format
+from verif.golden import expected_bits as golden_bits
+from verif.golden import to_format
 from verif.mxu_stim import _random_acc, _random_ops, as_format
 
 HBM1 = HBMConfig(pseudo_channels=1)
@@ -28,10 +29,8 @@ def random_job(rng, fmt, m, k, n, *, load_c=False, out_bf16=False, specials=0.05
 
 
 def expected_bits(job, fmt, subnormals):
-    g = matmul(job["a"], job["b"], job.get("c"), fmt=fmt, subnormals=subnormals)
-    if job.get("out_bf16"):
-        return fp32_to_bf16_bits(g)
-    return g.view(np.uint32)
+    return golden_bits(job["a"], job["b"], job.get("c"), fmt=fmt, subnormals=subnormals,
+                       out="bf16" if job.get("out_bf16") else "fp32")
 
 
 def check(cfg, jobs, results):

@@ -1,15 +1,10 @@
 """``bench/gemm_trace.py``'s reduction of a GEMM trace, on a hand-made trace (no simulator)."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from gemm_trace import reduce_trace  # noqa: E402
-from hw.hbm.controller import ColCmd, RowCmd  # noqa: E402
+from bench.gemm_trace import reduce_trace
+from hw.hbm.controller import ColCmd, RowCmd
 
 ACT, PRE, PREA, REF = RowCmd.ACT.value, RowCmd.PRE.value, RowCmd.PREA.value, RowCmd.REF.value
 RD, WR = ColCmd.RD.value, ColCmd.WR.value

@@ -19,7 +19,7 @@ def protocol_checks(port: str, seed: int) -> dict:
     memory writes and reads of random beats (first and last beat of memory, a multi-command transfer),
     and a zero-beat write and read."""
     from hw.engine.csr import REG
-    from sim.board_host import BoardLink, check_engine
+    from verif.board_host import BoardLink, check_engine
 
     rng = np.random.default_rng(seed)
     with _open(port) as s:

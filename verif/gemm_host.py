@@ -16,7 +16,7 @@ import numpy as np
 
 from hw.engine.csr import REG
 
-__all__ = ["FILL", "Layout", "layout", "check_gemm", "poke_matrix", "peek_matrix", "check_untouched",
+__all__ = ["FILL", "Layout", "layout", "check_gemm", "engine_error", "poke_matrix", "peek_matrix", "check_untouched",
            "register_writes"]
 
 FILL = 0x5A
@@ -101,6 +101,24 @@ def check_gemm(m: int, k: int, n: int, config, *, load_c: bool = False, out_bf16
                          f"{lay.end - _round_up(start, 4096):,} bytes from 0x{_round_up(start, 4096):x} "
                          f"(rows 32 B aligned, matrices 4 KiB aligned); the memory holds {capacity:,} bytes")
     return lay
+
+
+def engine_error(status: int) -> str | None:
+    """None when a STATUS value says the run was fine, else a description.
+
+    Accepts the documented error code (0 = ok) as well as the raw STATUS register (BUSY and DONE in
+    bits [1:0], the ERROR code in [7:4], BUS_ERROR in [8]; ``hw.engine.csr``)."""
+    from hw.engine import ERRORS
+
+    value = int(status) & ~0x3
+    if value == 0:
+        return None
+    code, bus = (value >> 4) & 0xF, (value >> 8) & 1
+    name = ERRORS.get(code, ("UNKNOWN", ""))[0]
+    parts = [f"ERROR {code} ({name})"] if code else []
+    if bus:
+        parts.append("BUS_ERROR (SLVERR)")
+    return f"STATUS 0x{int(status):x}: " + (", ".join(parts) if parts else "unexpected bits")
 
 
 def poke_matrix(device, base: int, stride: int, x: np.ndarray) -> None:

@@ -25,7 +25,7 @@ The status byte is the OR of the AXI responses of the command (0 OKAY, 2 SLVERR,
 
 The protocol has no framing: a host that stopped in the middle of a command (a cut cable, a killed
 program) resets the board (``rst``: the FIRE 1 button on the ULX3S) before it talks again;
-``sim.board_host.BoardLink`` checks the ``I`` answer first and says so when the board is out of step.
+``verif.board_host.BoardLink`` checks the ``I`` answer first and says so when the board is out of step.
 """
 
 from __future__ import annotations

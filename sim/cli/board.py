@@ -8,7 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["add_board_parser", "cmd_board"]
+from .errors import UsageError
+from .files import check_out_dir, check_out_file, initial_c, load_npy, operand, progress_enabled
+from .options import FMTS, SUBNORMALS, npy_path_arg, out_dir_arg, seed_arg, stages_arg
+from .report import finish_gemm
+
+__all__ = ["add_parser", "run"]
 
 
 def _baud(text: str) -> int:
@@ -31,9 +36,9 @@ def _timeout(text: str) -> float:
     return value
 
 
-def add_board_parser(sub) -> None:
+def add_parser(sub) -> None:
+    """Add the ``board`` subcommand (``board matmul``, ``board build``) to the ``mxu`` parser."""
     from sim.board import BOARD_TARGETS
-    from sim.cli import FMTS, SUBNORMALS, _npy_path, _out_dir, _seed, _stages
 
     b = sub.add_parser("board", help="the ECP5 board top: run a GEMM on a board over its UART, or build the "
                                      "bitstream",
@@ -64,13 +69,13 @@ Exit status: 0 bit-exact; 1 a mismatch (C.npy holds the board's results), an eng
 written outside the result, or a board that does not answer as the protocol says; 2 bad input (one line on stderr, nothing written):
 a missing file, a wrong dtype, K that differs, a port that cannot be opened, a GEMM whose matrices
 do not fit the board's memory or whose K exceeds its MAX_K.""")
-    m.add_argument("a", type=_npy_path, metavar="A.npy", help="left operand, M x K")
-    m.add_argument("b", type=_npy_path, metavar="B.npy", help="right operand, K x N")
-    m.add_argument("-o", "--out", required=True, type=_npy_path, metavar="C.npy", help="where to write the result")
+    m.add_argument("a", type=npy_path_arg, metavar="A.npy", help="left operand, M x K")
+    m.add_argument("b", type=npy_path_arg, metavar="B.npy", help="right operand, K x N")
+    m.add_argument("-o", "--out", required=True, type=npy_path_arg, metavar="C.npy", help="where to write the result")
     m.add_argument("--port", required=True,
                    help="serial port of the board (e.g. /dev/ttyUSB0; any pyserial URL such as socket://host:port)")
     m.add_argument("--baud", type=_baud, default=115_200, help="bit/s; must match the bitstream (default 115200)")
-    m.add_argument("--c", type=_npy_path, default=None, metavar="C0.npy", help="initial accumulator, M x N")
+    m.add_argument("--c", type=npy_path_arg, default=None, metavar="C0.npy", help="initial accumulator, M x N")
     m.add_argument("--out-fmt", choices=("fp32", "bf16"), default="fp32",
                    help="result format: fp32 (default; int32 for int8) or bf16 (fp32 rounded once, RNE)")
     m.add_argument("--bits", action="store_true", help="A and B hold raw bit patterns")
@@ -89,7 +94,7 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--cols", type=int, choices=(1, 2, 4, 8), default=None, help="MXU columns (default 2)")
     bl.add_argument("--fmt", choices=FMTS, default=None, help="input format (default bf16)")
     bl.add_argument("--subnormals", choices=SUBNORMALS, default=None, help="ftz (default) or ieee")
-    bl.add_argument("--stages", type=_stages, default=None, help="PE stages 1..9 (default 2)")
+    bl.add_argument("--stages", type=stages_arg, default=None, help="PE stages 1..9 (default 2)")
     bl.add_argument("--memory-kib", type=int, default=64, choices=(32, 64, 128, 256),
                     help="emulated memory in KiB, all in block RAM (default 64)")
     bl.add_argument("--pseudo-channels", type=int, choices=(1, 2), default=2,
@@ -98,28 +103,28 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--clk-mhz", type=float, default=12.5, metavar="MHZ",
                     help="design clock made by the ECP5 PLL from the 25 MHz oscillator (default 12.5: the "
                          "engine's write-back address path does not reach 25 MHz; 25 uses the pin directly)")
-    bl.add_argument("--seed", type=_seed, default=1, help="nextpnr placement seed (default 1)")
+    bl.add_argument("--seed", type=seed_arg, default=1, help="nextpnr placement seed (default 1)")
     bl.add_argument("--json", action="store_true", help="print the report as JSON")
-    bl.add_argument("-o", "--out", required=True, type=_out_dir, help="output folder (board.bit, board.json, logs)")
+    bl.add_argument("-o", "--out", required=True, type=out_dir_arg, help="output folder (board.bit, board.json, logs)")
 
 
-def cmd_board(args) -> int:
+def run(args) -> int:
+    """Run ``mxu board matmul`` or ``mxu board build``; returns the exit status."""
     return {"matmul": _cmd_matmul, "build": _cmd_build}[args.board_command](args)
 
 
 def _cmd_matmul(args) -> int:
     import serial
 
-    from sim.board_host import BoardError, BoardLink, check_engine, run_gemm
-    from sim.cli import (UsageError, _check_out_file, _initial_c, _load_npy, _operand, compare_bits,
-                         engine_error, expected_bits, finish_gemm)
-    from sim.gemm import GemmJob
+    from verif.board_host import BoardError, BoardLink, check_engine, run_gemm
     from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+    from verif.gemm_host import engine_error
+    from verif.golden import compare_bits, expected_bits
 
     t0 = time.perf_counter()
-    _check_out_file(args.out)
-    raw_a, raw_b = _load_npy(args.a, "A"), _load_npy(args.b, "B")
-    raw_c = _load_npy(args.c, "--c") if args.c is not None else None
+    check_out_file(args.out)
+    raw_a, raw_b = load_npy(args.a, "A"), load_npy(args.b, "B")
+    raw_c = load_npy(args.c, "--c") if args.c is not None else None
     try:
         port = serial.serial_for_url(args.port, baudrate=args.baud, timeout=args.timeout)
     except (serial.SerialException, ValueError) as e:
@@ -134,8 +139,8 @@ def _cmd_matmul(args) -> int:
         fmt, subnormals = eng["fmt"], eng["subnormals"]
         if args.out_fmt == "bf16" and fmt == "int8":
             raise UsageError("--out-fmt bf16 does not apply to the board's int8 format (results are int32)")
-        a = _operand(raw_a, "A", args.a, fmt, args.bits)
-        b = _operand(raw_b, "B", args.b, fmt, args.bits)
+        a = operand(raw_a, "A", args.a, fmt, args.bits)
+        b = operand(raw_b, "B", args.b, fmt, args.bits)
         if a.shape[1] != b.shape[0]:
             raise UsageError(f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
                              "inner dimensions (K) differ")
@@ -143,7 +148,7 @@ def _cmd_matmul(args) -> int:
         n = b.shape[1]
         if k > eng["max_k"]:
             raise UsageError(f"K = {k} is larger than the board engine's MAX_K = {eng['max_k']}")
-        c = _initial_c(raw_c, args.c, fmt, m, n) if raw_c is not None else None
+        c = initial_c(raw_c, args.c, fmt, m, n) if raw_c is not None else None
         t_link = time.perf_counter()
         try:
             res = run_gemm(link, a, b, c, args.out_fmt, timeout_s=args.timeout, info=info)
@@ -178,7 +183,7 @@ def _cmd_matmul(args) -> int:
         print(f"mxu: failed: the engine reported {report['engine_error']}; nothing written", file=sys.stderr)
         return 1
     rtl = res["bits"]
-    golden = expected_bits(GemmJob(a, b, c, args.out_fmt), fmt, subnormals)
+    golden = expected_bits(a, b, c, fmt=fmt, subnormals=subnormals, out=args.out_fmt)
     bad = compare_bits(rtl, golden)
     return finish_gemm(args.out, args.out_fmt, fmt, report, rtl, golden, bad, t0, source="board")
 
@@ -188,7 +193,6 @@ def _cmd_build(args) -> int:
     from hw.mxu import MXUConfig
     from sim import synth
     from sim.board import build_bitstream
-    from sim.cli import UsageError, _progress_enabled
 
     try:
         mxu = MXUConfig(rows=args.rows or 2, cols=args.cols or 2, fmt=args.fmt or "bf16",
@@ -200,9 +204,8 @@ def _cmd_build(args) -> int:
                              clk_hz=round(args.clk_mhz * 1e6))
     except ValueError as e:
         raise UsageError(str(e)) from None
-    from sim.cli import _check_out_dir
-    _check_out_dir(Path(args.out), ["board.bit", "board.json"])  # before minutes of synthesis
-    say = (lambda s: print(f"mxu board build: {s}", file=sys.stderr)) if _progress_enabled() else None
+    check_out_dir(Path(args.out), ["board.bit", "board.json"])  # before minutes of synthesis
+    say = (lambda s: print(f"mxu board build: {s}", file=sys.stderr)) if progress_enabled() else None
     try:
         report = build_bitstream(config, args.board, args.out, seed=args.seed, progress=say)
     except (synth.DoesNotFit, ValueError) as e:

@@ -1,0 +1,99 @@
+"""``mxu generate``: the Verilog of an MXU (or a single MAC) and its JSON manifest."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .errors import UsageError
+from .files import check_out_dir, project_info, write_outputs
+from .options import (FMTS, SUBNORMALS, add_size_limit_option, check_size, generate_params, out_dir_arg, positive_arg,
+                      preset_names, stages_arg)
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub) -> None:
+    """Add the ``generate`` subcommand to the ``mxu`` parser's subparsers ``sub``."""
+    g = sub.add_parser("generate", help="write Verilog plus a JSON manifest for an MXU (or a single MAC)",
+                       description="Write <out>/<name>.v and <out>/<name>.json: every parameter, every port "
+                                   "(direction, width in bits, meaning), the latency of each path in cycles "
+                                   "and the tool versions. Parameters come from --preset or --config, then "
+                                   "from the options given, which win.")
+    g.add_argument("--block", choices=["mxu", "mac"], default=None, help="block to generate (default: mxu)")
+    g.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (K extent of a weight tile; default 8)")
+    g.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (N extent of a tile; default 8)")
+    g.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16)")
+    g.add_argument("--subnormals", choices=SUBNORMALS, default=None,
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    g.add_argument("--stages", type=stages_arg, default=None,
+                   help="pipeline stages of each MAC in cycles: 1..9 for the MXU, 0..9 for a MAC (default 2)")
+    g.add_argument("--preset", default=None, metavar="NAME",
+                   help="named configuration: " + ", ".join(preset_names()))
+    g.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+    g.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
+                   help="MXU without out__ready: the consumer takes every beat, the array never stalls and "
+                        "has no clock enable (faster on FPGAs)")
+    g.add_argument("--name", default=None, help="Verilog top module name (default: mxu or mac)")
+    add_size_limit_option(g, "generate")
+    g.add_argument("-o", "--out", required=True, type=out_dir_arg,
+                   help="output folder (created; both files appear together or not at all)")
+
+
+def run(args) -> int:
+    """Run ``mxu generate``; returns the exit status (UsageError for bad input)."""
+    from hw.arith import MAC, MACConfig
+    from hw.generate import manifest, mxu_verilog
+    from hw.mxu import MXU, MXUConfig
+    from sim import runner, toolchain
+
+    params = generate_params(args)
+    block = params.pop("block")
+    name = args.name or block
+    if not name.isidentifier() or not name.isascii():
+        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _)")
+    check_out_dir(args.out, [f"{name}.v", f"{name}.json"])  # before minutes of generation
+    t0 = time.perf_counter()
+    try:
+        if block == "mac":
+            for key in ("rows", "cols", "backpressure"):
+                if key in params:
+                    raise UsageError(f"{key} does not apply to block mac (from "
+                                     f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")
+            cfg = MACConfig(**{"stages": 2, **params})
+        else:
+            cfg = MXUConfig(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if block == "mxu":
+        check_size(cfg.rows, cfg.cols, args, simulated=False)
+    if block == "mac":
+        verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
+        comp = MAC(cfg)
+        latencies = {"input_to_output_cycles": cfg.latency_cycles}
+        modules = [name]
+    else:
+        verilog = runner.generate_verilog(lambda: mxu_verilog(cfg, name), name=name, key=cfg)
+        comp = MXU(cfg)
+        latencies = {
+            "act_to_out_cycles": cfg.latency_cycles,
+            "pe_partial_sum_cycles": cfg.stages,
+            "pe_activation_hop_cycles": 1,
+            "weight_beats_per_tile": cfg.weight_beats,
+            "commit_after_swap_min_cycles": cfg.commit_gap_cycles,
+            "weight_load_hold_after_commit_cycles": cfg.load_hold_cycles,
+            "formula": "out beat = act beat + R*stages + C - 1 cycles (see verif/cycles.py for tile timing)",
+        }
+        modules = [f"{name}_pe", f"{name}_row", name]
+    comp._MustUse__silence = True
+    info = manifest(comp, cfg, name=name, latency_cycles=cfg.latency_cycles, meanings=comp.port_meanings(),
+                    extra={"block": block, "latencies": latencies, "modules": modules,
+                           "verilog": f"{name}.v", "verilog_bytes": verilog.stat().st_size,
+                           "project": project_info(), "tools": toolchain.tool_versions()})
+    write_outputs(args.out, {f"{name}.v": verilog, f"{name}.json": json.dumps(info, indent=2) + "\n"})
+    print(json.dumps({"verilog": str(args.out / f"{name}.v"), "manifest": str(args.out / f"{name}.json"),
+                      "block": block, "parameters": info["parameters"], "latency_cycles": cfg.latency_cycles,
+                      "wall_s": round(time.perf_counter() - t0, 2)}))
+    return 0

@@ -1,0 +1,214 @@
+"""Option values and configurations shared by the ``mxu`` commands: argparse value types (each
+raises ``ArgumentTypeError``, which argparse turns into one line and exit 2), the option groups
+several commands share, and the merge of ``--preset``, ``--config`` and explicit options into one
+configuration."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .errors import UsageError
+
+__all__ = ["FMTS", "SUBNORMALS", "SIMULATORS", "ENGINE_SIZES", "PSEUDO_CHANNELS", "RAW_BITS", "CONFIG_KEYS",
+           "stages_arg", "positive_arg", "seed_arg", "out_dir_arg", "engine_size_arg", "npy_path_arg",
+           "waves_path_arg", "freq_mhz_arg", "preset_names", "generate_params", "engine_params",
+           "check_engine_stages", "add_mac_options", "mac_config", "add_size_limit_option", "check_size"]
+
+FMTS = ("bf16", "fp8_e4m3fn", "fp8_e5m2", "int8")
+
+
+SUBNORMALS = ("ftz", "ieee")
+
+
+SIMULATORS = ("verilator", "icarus")
+
+#: MXU sizes the GEMM engine takes for --rows and --cols (powers of two).
+ENGINE_SIZES = tuple(2**i for i in range(9))
+
+
+PSEUDO_CHANNELS = (1, 2, 4)
+
+
+RAW_BITS = {"bf16": "uint16", "fp8_e4m3fn": "uint8", "fp8_e5m2": "uint8", "int8": "uint8"}
+
+
+def stages_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer (MXU 1..9, MAC 0..9), not {text!r}") from None
+    return value
+
+
+def positive_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+def seed_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {2**31 - 1}, not {text!r}")
+    return value
+
+
+def out_dir_arg(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, not an empty string")
+    return Path(text)
+
+
+def engine_size_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value not in ENGINE_SIZES:
+        raise argparse.ArgumentTypeError(
+            f"must be a power of two for the GEMM engine ({', '.join(map(str, ENGINE_SIZES))}), not {text!r}")
+    return value
+
+
+def npy_path_arg(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a .npy file, not an empty string")
+    return Path(text)
+
+
+def waves_path_arg(text: str) -> Path:
+    path = Path(text)
+    if path.suffix not in (".fst", ".vcd"):
+        raise argparse.ArgumentTypeError(f"must end in .fst or .vcd (the suffix picks the format), not {text!r}")
+    return path
+
+
+def freq_mhz_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be a frequency in MHz, above 0 and at most 1000, not {text!r}")
+    return value
+
+
+def preset_names() -> list[str]:
+    from hw.mxu import PRESETS
+    return sorted(PRESETS)
+
+
+CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages", "backpressure")
+
+
+def generate_params(args, blocks: tuple[str, ...] = ("mxu", "mac")) -> dict:
+    """Merge --preset, --config and explicit options (in that order of precedence, lowest first);
+    ``blocks`` are the block names the command accepts."""
+    import dataclasses
+    import tomllib
+
+    from hw.mxu import PRESETS
+
+    params: dict = {}
+    if args.preset is not None:
+        if args.preset not in PRESETS:
+            raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
+        params.update(dataclasses.asdict(PRESETS[args.preset]), block="mxu")
+    if args.config is not None:
+        try:
+            loaded = tomllib.loads(args.config.read_text())
+        except FileNotFoundError:
+            raise UsageError(f"--config {args.config}: no such file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"--config {args.config}: cannot read: {e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise UsageError(f"--config {args.config}: invalid TOML: {e}") from None
+        unknown = sorted(set(loaded) - set(CONFIG_KEYS))
+        if unknown:
+            raise UsageError(f"--config {args.config}: unknown keys {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
+        params.update(loaded)
+    for key in CONFIG_KEYS:
+        value = getattr(args, key)
+        if value is not None:
+            params[key] = value
+    params.setdefault("block", "mxu")
+    if params["block"] not in blocks:
+        raise UsageError(f"block must be one of {', '.join(blocks)}; got {params['block']!r}")
+    return params
+
+
+def check_engine_stages(stages: int) -> None:
+    """The GEMM engine's PE depth: 1..MAX_STAGES (a MAC alone may be 0); UsageError otherwise."""
+    from hw.arith import MAX_STAGES
+    if not 1 <= stages <= MAX_STAGES:
+        raise UsageError(f"argument --stages: must be 1..{MAX_STAGES} for the GEMM engine; got {stages}")
+
+
+def engine_params(args) -> dict:
+    """--preset, then the explicit options; the GEMM engine's defaults for the rest."""
+    import dataclasses
+
+    from hw.mxu import PRESETS
+
+    params = {"rows": 8, "cols": 8, "fmt": "bf16", "subnormals": "ftz", "stages": 2}
+    if args.preset is not None:
+        if args.preset not in PRESETS:
+            raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
+        params.update({k: v for k, v in dataclasses.asdict(PRESETS[args.preset]).items() if k != "backpressure"})
+        for key in ("rows", "cols"):
+            if params[key] not in ENGINE_SIZES and getattr(args, key) is None:
+                raise UsageError(f"--preset {args.preset}: {key} = {params[key]} is not a power of two the "
+                                 f"GEMM engine takes ({', '.join(map(str, ENGINE_SIZES))}); override --{key}")
+    for key in ("rows", "cols", "fmt", "subnormals", "stages"):
+        value = getattr(args, key)
+        if value is not None:
+            params[key] = value
+    check_engine_stages(params["stages"])
+    if args.pseudo_channels is not None:
+        params["pseudo_channels"] = args.pseudo_channels
+    return params
+
+
+def add_mac_options(p):
+    p.add_argument("--fmt", choices=FMTS, default="bf16", help="input format (default: bf16)")
+    p.add_argument("--subnormals", choices=SUBNORMALS, default="ftz",
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    p.add_argument("--stages", type=stages_arg, default=2,
+                   help="pipeline register stages in the MAC, 0..9 (latency in cycles; default: 2)")
+
+
+def mac_config(args):
+    from hw.arith import MACConfig
+    try:
+        return MACConfig(args.fmt, args.subnormals, args.stages)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def add_size_limit_option(p, what: str) -> None:
+    p.add_argument("--no-size-limit", dest="size_limit", action="store_false",
+                   help=f"{what} even when the up-front estimate is above the limit (sim/size.py; the "
+                        "estimate and the limit are in the error message)")
+
+
+def check_size(rows: int, cols: int, args, *, simulated: bool) -> None:
+    """The up-front size limits of ``sim.size`` (unless --no-size-limit): UsageError naming the
+    estimate, the limit and the override."""
+    from sim import size
+
+    if not getattr(args, "size_limit", True):
+        return
+    try:
+        if simulated:
+            size.check_simulated_size(rows, cols)
+        size.check_generation_size(rows, cols)
+    except ValueError as e:
+        raise UsageError(str(e)) from None

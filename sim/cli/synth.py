@@ -1,0 +1,157 @@
+"""``mxu synth``: Yosys + nextpnr for an FPGA target, out of context; utilization and Fmax."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import UsageError
+from .files import check_out_dir, progress_enabled, write_outputs
+from .options import (FMTS, SUBNORMALS, add_size_limit_option, check_size, freq_mhz_arg, generate_params, out_dir_arg,
+                      positive_arg, preset_names, seed_arg, stages_arg)
+
+__all__ = ["add_parser", "run"]
+
+SYNTH_FILES = ("synth.json", "ooc_top.v", "yosys.log", "yosys_wrapper.log", "nextpnr.log", "nextpnr_report.json")
+
+
+def add_parser(sub) -> None:
+    """Add the ``synth`` subcommand to the ``mxu`` parser's subparsers ``sub``."""
+    from sim.synth import TARGETS
+
+    targets = "; ".join(f"{t.name}: {t.board}, {t.part}" for t in TARGETS.values())
+    s = sub.add_parser("synth", help="run Yosys + nextpnr for an FPGA target; print utilization and Fmax",
+                       description="Generate the block, wrap it out of context (its inputs from a shift "
+                                   "register on one pin, its outputs XOR-reduced to one pin), synthesize it "
+                                   "with Yosys, place and route it with nextpnr (YoWASP), and print LUT4, "
+                                   "flip-flops, carry, DSP, block RAM and I/O against the device capacity, and "
+                                   "the achieved Fmax against --freq (a miss is reported, not an error). "
+                                   f"Targets: {targets}. Exit status 2 for bad input and for a design that "
+                                   "does not fit the part, 1 when a tool fails.")
+    s.add_argument("--target", required=True, choices=list(TARGETS), help="FPGA target (part on a board)")
+    s.add_argument("--block", choices=["mxu", "pe", "mac"], default=None,
+                   help="block to synthesize (default: mxu)")
+    s.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
+    s.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (default 8)")
+    s.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16; a PE takes bf16 or int8)")
+    s.add_argument("--subnormals", choices=SUBNORMALS, default=None,
+                   help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
+    s.add_argument("--stages", type=stages_arg, default=None,
+                   help="pipeline stages of each MAC in cycles: 1..9 for the MXU and a PE, 0..9 for a MAC "
+                        "(default 2)")
+    s.add_argument("--preset", default=None, metavar="NAME",
+                   help="named configuration: " + ", ".join(preset_names()))
+    s.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+    s.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
+                   help="MXU without out__ready (no clock enable to every register: the 8x8 bf16 array's "
+                        "critical path with it; see README)")
+    s.add_argument("--freq", type=freq_mhz_arg, default=None, metavar="MHZ",
+                   help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
+                        "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")
+    s.add_argument("--seed", type=seed_arg, default=1, help="nextpnr placement seed, 0..2**31-1 (default 1)")
+    s.add_argument("--no-dsp", action="store_true",
+                   help="build multipliers from LUTs instead of DSP blocks (SB_MAC16 / MULT18X18D): for arrays "
+                        "with more multipliers than the part has DSPs")
+    s.add_argument("--widelut", action="store_true",
+                   help="ECP5: let Yosys use the PFUMX/L6MUX21 wide-function muxes (default: synth_ecp5 "
+                        "-nowidelut, fewer LUT4 for the same Fmax on this design)")
+    s.add_argument("--synth-only", action="store_true",
+                   help="stop after Yosys and the fit check (no place and route, no Fmax)")
+    s.add_argument("--name", default=None, help="Verilog module name of the block (default: mxu, pe or mac)")
+    s.add_argument("--json", action="store_true", help="print the report as one JSON object instead of the table")
+    add_size_limit_option(s, "generate and synthesize")
+    s.add_argument("-o", "--out", required=True, type=out_dir_arg,
+                   help="output folder (created; any folder, /tmp included): synth.json, the Verilog, the "
+                        "wrapper, the constraints used and the tool logs, all together or none")
+
+
+def run(args) -> int:
+    """Run ``mxu synth``; returns the exit status."""
+    from hw.arith import MAC, MACConfig
+    from hw.generate import mxu_verilog
+    from hw.mxu import MXUConfig
+    from hw.pe import PE, PEConfig
+    from sim import runner, synth
+
+    params = generate_params(args, blocks=("mxu", "pe", "mac"))
+    block = params.pop("block")
+    name = args.name or block
+    if not name.isidentifier() or not name.isascii() or name == synth.WRAPPER_TOP:
+        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _) "
+                         f"other than {synth.WRAPPER_TOP}")
+    target = synth.TARGETS[args.target]
+    files = [f"{name}.v", target.constraints, *SYNTH_FILES]
+    if args.synth_only:
+        files = [f for f in files if not f.startswith("nextpnr")]
+    check_out_dir(args.out, files)
+    try:
+        if block in ("mac", "pe"):
+            for key in ("rows", "cols", "backpressure"):
+                if key in params:
+                    raise UsageError(f"{key} does not apply to block {block} (from "
+                                     f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")
+            cfg = (MACConfig if block == "mac" else PEConfig)(**{"stages": 2, **params})
+        else:
+            cfg = MXUConfig(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if block == "mxu":
+        check_size(cfg.rows, cfg.cols, args, simulated=False)
+
+    from tqdm import tqdm
+
+    steps = tqdm(total=4 if not args.synth_only else 3, desc="mxu synth", unit="step", file=sys.stderr,
+                 leave=False, disable=not progress_enabled())
+    steps.set_postfix_str("generating Verilog")
+    if block == "mac":
+        verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
+    elif block == "pe":
+        verilog = runner.generate_verilog(lambda: PE(cfg), name=name, key=cfg)
+    else:
+        verilog = runner.generate_verilog(lambda: mxu_verilog(cfg, name), name=name, key=cfg)
+    steps.update()
+
+    flow_steps = []
+
+    def progress(text: str) -> None:  # called before each step of the flow
+        if flow_steps:
+            steps.update()
+        flow_steps.append(text)
+        steps.set_postfix_str(text)
+
+    created = not args.out.exists()
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".mxu-synth-", dir=args.out))
+    except OSError as e:
+        raise UsageError(f"--out {args.out}: cannot create: {e.strerror}") from None
+    keep_work = False
+    try:
+        report = synth.run_flow(verilog, name, target, work, freq_mhz=args.freq, seed=args.seed,
+                                place=not args.synth_only, dsp=not args.no_dsp, widelut=args.widelut, progress=progress,
+                                block={"block": block, **dataclasses.asdict(cfg)})
+        steps.update(steps.total - steps.n)
+        steps.close()
+        write_outputs(args.out, {f: work / f for f in files})
+    except synth.DoesNotFit as e:
+        raise UsageError(str(e)) from None
+    except synth.SynthError:
+        keep_work = True  # the message names a log in the work folder
+        raise
+    finally:
+        steps.close()
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+            if created and not any(args.out.iterdir()):
+                shutil.rmtree(args.out, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(synth.format_report(report))
+        print(f"  report: {args.out / 'synth.json'}")
+    return 0
