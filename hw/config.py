@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["check_choice", "check_int"]
+__all__ = ["check_choice", "check_int", "check_pow2"]
 
 
 def check_choice(name: str, value, enum: type[Enum]) -> None:
@@ -25,6 +25,21 @@ def check_choice(name: str, value, enum: type[Enum]) -> None:
         raise TypeError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def check_pow2(name: str, value, lo: int = 1, hi: int | None = None) -> None:
+    """``value`` must be an int (not bool) that is a power of two with ``lo <= value`` (and
+    ``<= hi`` when given); the message names the range either way.
+
+    Raises:
+        TypeError: ``value`` is not an int.
+        ValueError: an int that is not a power of two or lies outside ``lo..hi``.
+    """
+    rule = f"a power of two from {lo} to {hi}" if hi is not None else f"a power of two >= {lo}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be {rule}; got {value!r}")
+    if value < lo or (hi is not None and value > hi) or value & (value - 1):
+        raise ValueError(f"{name} must be {rule}; got {value!r}")
 
 
 def check_int(name: str, value, lo: int, hi: int | None = None) -> None:

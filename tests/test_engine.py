@@ -225,11 +225,11 @@ def test_bad_descriptors_set_error_and_return_to_idle():
 
 
 def test_engine_config_errors():
-    with pytest.raises(ValueError, match=r"^rows must be a power of two; got 3$"):
+    with pytest.raises(ValueError, match=r"^rows must be a power of two from 1 to 256; got 3$"):
         EngineConfig(mxu=MXUConfig(rows=3, cols=4))
     with pytest.raises(ValueError, match=r"^acc_entries must be >= m_block = 128; got 64$"):
         EngineConfig(acc_entries=64)
-    with pytest.raises(ValueError, match=r"^a_buffer_bytes must be a power of two; got 1000$"):
+    with pytest.raises(ValueError, match=r"^a_buffer_bytes must be a power of two from 32 to 67108864; got 1000$"):
         EngineConfig(a_buffer_bytes=1000)
     with pytest.raises(ValueError, match=r"^m_block must be an integer from 1 to 65536; got 0$"):
         EngineConfig(m_block=0)

@@ -25,7 +25,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int
+from ..config import check_int, check_pow2
 from ..engine import ENGINE_ADDRESS_MAPPING, EngineConfig, GEMMEngine
 from ..hbm.axi import HBMController
 from ..hbm.config import HBMConfig
@@ -53,10 +53,8 @@ def board_engine_config(mxu: MXUConfig | None = None, *, memory_kib: int = 64, p
     check_int("pseudo_channels", pseudo_channels, 1, 4)
     # one row in every bank of every pseudo-channel (the default HBM2 geometry: 16 KiB per channel)
     unit_kib = HBMConfig(pseudo_channels=pseudo_channels, rows=1).capacity_bytes // 1024
-    check_int("memory_kib", memory_kib, unit_kib, 1 << 16)
-    if memory_kib & (memory_kib - 1):
-        raise ValueError(f"memory_kib must be a power of two >= {unit_kib} "
-                         f"({unit_kib // pseudo_channels} KiB per pseudo-channel row); got {memory_kib}")
+    # one row per bank: unit_kib (unit_kib / pseudo_channels KiB per pseudo-channel row)
+    check_pow2("memory_kib", memory_kib, unit_kib, 1 << 16)
     rows = memory_kib // unit_kib
     hbm = HBMConfig(pseudo_channels=pseudo_channels, rows=rows, queue_depth=queue_depth,
                     address_mapping=ENGINE_ADDRESS_MAPPING, channel_xor=True)

@@ -11,6 +11,8 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..config import check_pow2
+
 __all__ = ["BurstSplitter"]
 
 
@@ -32,8 +34,7 @@ class BurstSplitter(wiring.Component):
     """
 
     def __init__(self, addr_bits: int, beat_bytes: int, beat_bits: int = 24):
-        if beat_bytes < 1 or beat_bytes & (beat_bytes - 1) or beat_bytes > 4096:
-            raise ValueError(f"beat_bytes must be a power of two from 1 to 4096; got {beat_bytes!r}")
+        check_pow2("beat_bytes", beat_bytes, 1, 4096)
         self.addr_bits, self.beat_bytes, self.beat_bits = addr_bits, beat_bytes, beat_bits
         super().__init__({
             "cmd": In(stream.Signature(data.StructLayout({"addr": addr_bits, "beats": beat_bits}))),

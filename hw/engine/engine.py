@@ -72,7 +72,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int
+from ..config import check_int, check_pow2
 from ..hbm.axi import axi4_signature
 from ..hbm.config import HBMConfig
 from ..mxu import MXU, MXUConfig
@@ -105,12 +105,6 @@ ERRORS = {
     6: ("RANGE", "a matrix in use runs past the end of memory"),
 }
 FMT_CODES = {"bf16": 0, "fp8_e4m3fn": 1, "fp8_e5m2": 2, "int8": 3}
-
-
-def _pow2(name, value, lo=1, hi=None):
-    check_int(name, value, lo, hi)
-    if value & (value - 1):
-        raise ValueError(f"{name} must be a power of two; got {value!r}")
 
 
 def _lg(x: int) -> int:
@@ -157,19 +151,19 @@ class EngineConfig:
             raise TypeError(f"mxu must be an MXUConfig; got {type(self.mxu).__name__}")
         if not isinstance(self.hbm, HBMConfig):
             raise TypeError(f"hbm must be an HBMConfig; got {type(self.hbm).__name__}")
-        _pow2("rows", self.mxu.rows, 1, 256)
-        _pow2("cols", self.mxu.cols, 1, 256)
+        check_pow2("rows", self.mxu.rows, 1, 256)
+        check_pow2("cols", self.mxu.cols, 1, 256)
         if self.hbm.burst_bytes != BEAT_BYTES:
             raise ValueError(f"hbm burst_bytes must be {BEAT_BYTES}; got {self.hbm.burst_bytes}")
         check_int("m_block", self.m_block, 1, 65536)
         if self.m_first is not None:
             check_int("m_first", self.m_first, 1, 65536)
-        _pow2("acc_entries", self.acc_entries, 1, 1 << 20)
+        check_pow2("acc_entries", self.acc_entries, 1, 1 << 20)
         if self.acc_entries < self.m_block:
             raise ValueError(f"acc_entries must be >= m_block = {self.m_block}; got {self.acc_entries}")
         row_bytes = max(BEAT_BYTES, self.mxu.rows * self.operand_bytes)
-        _pow2("a_buffer_bytes", self.a_buffer_bytes, row_bytes, 1 << 26)
-        _pow2("rob_depth", self.rob_depth, 2, 256)
+        check_pow2("a_buffer_bytes", self.a_buffer_bytes, row_bytes, 1 << 26)
+        check_pow2("rob_depth", self.rob_depth, 2, 256)
 
     @property
     def operand_bytes(self) -> int:

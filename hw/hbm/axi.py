@@ -32,7 +32,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int
+from ..config import check_int, check_pow2
 from .config import HBMConfig
 from .controller import PseudoChannelController, dram_signature
 
@@ -82,9 +82,7 @@ class HBMController(wiring.Component):
             raise TypeError(f"config must be an HBMConfig; got {config!r}")
         check_int("axi_ports", axi_ports, 1, 8)
         check_int("id_bits", id_bits, 1, 16)
-        if not (isinstance(rob_depth, int) and not isinstance(rob_depth, bool) and 2 <= rob_depth <= 256
-                and rob_depth & (rob_depth - 1) == 0):
-            raise ValueError(f"rob_depth must be a power of two from 2 to 256; got {rob_depth!r}")
+        check_pow2("rob_depth", rob_depth, 2, 256)
         self.port_bits = (axi_ports - 1).bit_length()
         self.slot_bits = (rob_depth - 1).bit_length()
         need = self.port_bits + self.slot_bits

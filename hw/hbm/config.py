@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from ..config import check_choice, check_int
+from ..config import check_choice, check_int, check_pow2
 
 __all__ = [
     "ADDRESS_FIELDS",
@@ -173,12 +173,6 @@ class PagePolicy(Enum):
 ADDRESS_FIELDS = ("channel", "bank_group", "bank", "row", "column")
 
 
-def _check_pow2(name: str, value) -> None:
-    ok = not isinstance(value, bool) and isinstance(value, int) and value >= 1 and value & (value - 1) == 0
-    if not ok:
-        raise ValueError(f"{name} must be a power of two >= 1; got {value!r}")
-
-
 @dataclass(frozen=True)
 class HBMConfig:
     """Geometry and policy of the controller (one object for RTL, device model and checker).
@@ -234,11 +228,11 @@ class HBMConfig:
     age_cap_cycles: int = 512
 
     def __post_init__(self):
-        _check_pow2("pseudo_channels", self.pseudo_channels)
-        _check_pow2("bank_groups", self.bank_groups)
-        _check_pow2("banks_per_group", self.banks_per_group)
-        _check_pow2("rows", self.rows)
-        _check_pow2("columns", self.columns)
+        check_pow2("pseudo_channels", self.pseudo_channels)
+        check_pow2("bank_groups", self.bank_groups)
+        check_pow2("banks_per_group", self.banks_per_group)
+        check_pow2("rows", self.rows)
+        check_pow2("columns", self.columns)
         ok = (not isinstance(self.data_bits, bool) and isinstance(self.data_bits, int)
               and self.data_bits >= 8 and self.data_bits & (self.data_bits - 1) == 0)
         if not ok:

@@ -19,7 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
-from ..config import check_int
+from ..config import check_int, check_pow2
 from .config import HBMConfig
 from .controller import ColCmd, dram_signature
 
@@ -43,8 +43,7 @@ class BRAMEmulator(wiring.Component):
         if not isinstance(config, HBMConfig):
             raise TypeError(f"config must be an HBMConfig; got {config!r}")
         check_int("emulated_rows", emulated_rows, 1, config.rows)
-        if emulated_rows & (emulated_rows - 1):
-            raise ValueError(f"emulated_rows must be a power of two from 1 to {config.rows}; got {emulated_rows}")
+        check_pow2("emulated_rows", emulated_rows, 1, config.rows)
         if config.timing.CL < 2:
             raise ValueError(f"timing.CL must be >= 2 for the BRAM emulator (the RAM's output register is "
                              f"one cycle); got {config.timing.CL}")
