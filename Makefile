@@ -3,7 +3,9 @@
 #   make venv    create .venv and install the project with its dev extras (re-run when
 #                pyproject.toml changes; otherwise a no-op)
 #   make test    run the test suite on 2 workers; extra pytest arguments: PYTEST_ARGS='-k adder'
-#   make soak    the same with the long randomized soak tests enabled
+#   make quick   the tests that need no simulator (about a minute)
+#   make lint    ruff (pyflakes, pycodestyle, import order, bugbear, pyupgrade; pyproject.toml)
+#   make soak    the same as test with the long randomized soak tests enabled
 #   make demo    run `mxu demo`
 #   make clean   remove build products and caches (keeps .venv)
 
@@ -13,7 +15,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv test soak demo clean
+.PHONY: venv test quick lint soak demo clean
 
 venv: $(STAMP)
 
@@ -24,6 +26,12 @@ $(STAMP): pyproject.toml
 
 test: venv
 	$(VENV_PY) -m pytest -n 2 tests/ $(PYTEST_ARGS)
+
+quick: venv
+	$(VENV_PY) -m pytest -n 2 --quick tests/ $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
 
 soak: venv
 	$(VENV_PY) -m pytest -n 2 --soak tests/ $(PYTEST_ARGS)

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-
 
 import numpy as np
 
@@ -74,8 +73,8 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
               file=sys.stderr)
         for (m, k, n), job, res in zip(shapes, jobs, results):
             error = engine_error(res.status)
-            bad = (compare_bits(result_bits(res.bits, "fp32"), expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz"))
-                   if error is None else None)
+            golden = expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz")
+            bad = compare_bits(result_bits(res.bits, "fp32"), golden) if error is None else None
             ideal = ideal_cycles(m, k, n, rows, cols)
             ss = scalesim_ws_cycles(m, k, n, rows, cols)
             pred = gemm_cycles(m, k, n, rows, cols, stages)
@@ -104,7 +103,8 @@ def table(records) -> str:
     for r in records:
         util = f"{r['utilization']:.1%}" if r["utilization"] is not None else "-"
         em = f"{r['engine_model_cycles']:,}" if r.get("engine_model_cycles") is not None else "-"
-        lines.append(f"| {r['array']} | {r['pseudo_channels']} | {r['m']}x{r['k']}x{r['n']} | {r['cycles']:,} | {r['predicted_cycles']:,} | {em} | "
+        lines.append(f"| {r['array']} | {r['pseudo_channels']} | {r['m']}x{r['k']}x{r['n']} | {r['cycles']:,} | "
+                     f"{r['predicted_cycles']:,} | {em} | "
                      f"{r['ideal_cycles']:,.0f} | {r['scalesim_cycles']:,} | {util} | "
                      f"{'yes' if r['faster_than_scalesim'] else 'no'} | {'yes' if r['bitexact'] else 'NO'} |")
     return "\n".join(lines)

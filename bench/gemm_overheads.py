@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from verif.golden import matmul, to_format
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from bench.gemm_bench import SEED, _git_commit, _jobs
 from hw.hbm.controller import ColCmd, RowCmd
 from sim.gemm import EngineParams, run_gemms

@@ -23,12 +23,11 @@ from pathlib import Path
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-
+from bench.mac_area import yosys_stat
 from hw.hbm.config import HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from hw.hbm.emulator import BRAMEmulator
 from sim.runner import generate_verilog
-from bench.mac_area import yosys_stat
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +53,7 @@ def main(argv=None) -> int:
     records = []
     for depth in (int(d) for d in args.depths.split(",")):
         cfg = HBMConfig(pseudo_channels=1, queue_depth=depth)
-        verilog = generate_verilog(lambda: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
+        verilog = generate_verilog(lambda cfg=cfg: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
         t0 = time.perf_counter()
         cells = synth_ecp5(verilog, "hbm_pc", ROOT / "build" / "bench" / "hbm_area" / f"q{depth}")
         rec = {"queue_depth": depth, "timing": "dramsim3_hbm2", **cells,

@@ -36,7 +36,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from hw.hbm.config import TIMING_PRESETS, HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from sim.runner import generate_verilog, run_cocotb
@@ -94,7 +93,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     for tname in args.timings.split(","):
         cfg = HBMConfig(pseudo_channels=1, queue_depth=16, timing=TIMING_PRESETS[tname])
-        verilog = generate_verilog(lambda: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
+        verilog = generate_verilog(lambda cfg=cfg: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
         for name, traffic in scenarios(args.scale).items():
             if args.scenarios and name not in args.scenarios.split(","):
                 continue

@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from hw.arith import MAC, MACConfig
 from sim import toolchain
 from sim.runner import generate_verilog
@@ -55,7 +54,7 @@ def main(argv=None) -> int:
     for spec in args.configs.split(","):
         fmt, sub, stages = spec.split(":")
         cfg = MACConfig(fmt, sub, int(stages))
-        verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
+        verilog = generate_verilog(lambda cfg=cfg: MAC(cfg), name="mac", key=cfg)
         t0 = time.perf_counter()
         cells = yosys_stat(verilog, "mac", ROOT / "build" / "bench" / "mac_area" / spec.replace(":", "_"),
                            widelut=args.widelut)
@@ -64,7 +63,8 @@ def main(argv=None) -> int:
         print(json.dumps(rec), flush=True)
         records.append(rec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"tool": "yosys synth_ecp5" + ("" if args.widelut else " -nowidelut") + " (stat)", "versions": toolchain.tool_versions(),
+    tool = "yosys synth_ecp5" + ("" if args.widelut else " -nowidelut") + " (stat)"
+    args.out.write_text(json.dumps({"tool": tool, "versions": toolchain.tool_versions(),
                                     "records": records}, indent=2) + "\n")
     return 0
 

@@ -13,7 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-
 from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +23,15 @@ ARRAYS = [(8, 8, 2), (16, 16, 2), (8, 8, 1)]
 
 def main() -> int:
     rows = []
-    for r, c, l in ARRAYS:
+    for r, c, stages in ARRAYS:
         for m, k, n in SHAPES:
-            cyc = gemm_cycles(m, k, n, r, c, l)
+            cyc = gemm_cycles(m, k, n, r, c, stages)
             ss = scalesim_ws_cycles(m, k, n, r, c)
             ideal = ideal_cycles(m, k, n, r, c)
-            rows.append({"array": f"{r}x{c}", "stages": l, "m": m, "k": k, "n": n, "cycles": cyc,
+            rows.append({"array": f"{r}x{c}", "stages": stages, "m": m, "k": k, "n": n, "cycles": cyc,
                          "scalesim_ws": ss, "ideal": ideal, "utilization": round(ideal / cyc, 4),
                          "vs_scalesim": round(cyc / ss, 4)})
-            print(f"{r}x{c} L={l} {m}x{k}x{n}: {cyc} cycles, SCALE-Sim {ss}, ideal {ideal:.0f}, "
+            print(f"{r}x{c} L={stages} {m}x{k}x{n}: {cyc} cycles, SCALE-Sim {ss}, ideal {ideal:.0f}, "
                   f"util {ideal / cyc:.1%}")
     out = ROOT / "bench" / "results" / "mxu_cycles.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ print(json.dumps({"size": n, "generate_s": round(wall, 2), "verilog_bytes": len(
 def bench_generation(sizes):
     rows = []
     for n in sizes:
-        out = subprocess.run([sys.executable, "-c", _GEN, str(n), str(ROOT)], check=True, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", _GEN, str(n)], check=True, capture_output=True, text=True)
         rec = json.loads(out.stdout.strip().splitlines()[-1])
         print(json.dumps(rec), flush=True)
         rows.append(rec)

@@ -43,7 +43,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from hw.arith import MAC, MAX_STAGES, MACConfig
 from hw.generate import mxu_verilog
 from hw.mxu import MXUConfig

@@ -39,11 +39,11 @@ fp8 inputs are decoded exactly to bf16 at the left and top edges, so PEs are bf1
 
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 
 from amaranth import Cat, ClockSignal, EnableInserter, Instance, Module, Mux, ResetSignal, Signal, Value
-from amaranth.lib.memory import Memory
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .arith.formats import BF16, FP32, INT32, Format, Subnormals, operand_layout
@@ -303,8 +303,10 @@ class MXU(wiring.Component):
                              f"c[c] = bits [{ra}+32*c+31:{ra}+32*c] ({acc} partial-sum input of column c); "
                              f"swap = bit {ra + 32 * cfg.cols} (first beat of a new weight tile)"),
             "act__valid": "activation beat valid",
-            "act__ready": "activation beat accepted (low while the array stalls, or for a swap beat before its weights are committed)",
-            "wgt__payload": f"weight row: w[c] = bits [{w}*c+{w - 1}:{w}*c] ({cfg.fmt}); {cfg.rows} beats per tile, row {cfg.rows - 1} first",
+            "act__ready": "activation beat accepted (low while the array stalls, or for a swap beat before its "
+                          "weights are committed)",
+            "wgt__payload": f"weight row: w[c] = bits [{w}*c+{w - 1}:{w}*c] ({cfg.fmt}); {cfg.rows} beats per "
+                            f"tile, row {cfg.rows - 1} first",
             "wgt__valid": "weight beat valid",
             "wgt__ready": "weight beat accepted",
             "out__payload": f"result vector: out[c] = bits [32*c+31:32*c] ({acc}), c_in + sum over rows of a*w",

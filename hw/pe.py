@@ -28,7 +28,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .arith.formats import BF16, FP32, INT8, INT32
-from .arith.mac import MACConfig, MAX_STAGES, mac_datapath
+from .arith.mac import MAX_STAGES, MACConfig, mac_datapath
 from .config import check_int
 
 __all__ = ["PEConfig", "PE"]

@@ -245,7 +245,8 @@ def format_summary(s: dict) -> str:
     fmt = c["fmt"]
     lines = [
         "mxu demo: handwritten digits through an MLP whose GEMMs run on the GEMM engine RTL",
-        f"  model         {model['layers'][0]} -> {model['layers'][1]} (ReLU) -> {model['layers'][2]}, trained in float32 on "
+        f"  model         {model['layers'][0]} -> {model['layers'][1]} (ReLU) -> {model['layers'][2]}, "
+        "trained in float32 on "
         f"{s['data']['train_images']} images (seed {model['seed']}, {model['iterations']} iterations, "
         f"{model['train_s']} s)",
         f"  engine        {c['rows']}x{c['cols']} MXU, {fmt} x {fmt} -> fp32 accumulate, "

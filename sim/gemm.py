@@ -26,7 +26,8 @@ class EngineParams:
     """Hardware configuration of the simulated engine.
 
     rows, cols: MXU size R x C (powers of two). fmt: "bf16" | "fp8_e4m3fn" | "fp8_e5m2" | "int8".
-    subnormals: "ftz" | "ieee". stages: PE latency 1..9 (hw.arith.MAX_STAGES). pseudo_channels: HBM pseudo-channels (1, 2, 4).
+    subnormals: "ftz" | "ieee". stages: PE latency 1..9 (hw.arith.MAX_STAGES). pseudo_channels: HBM
+    pseudo-channels (1, 2, 4).
     """
     rows: int = 8
     cols: int = 8
@@ -135,7 +136,8 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
             array-only cycle model + 20,000).
         trace: write a per-cycle trace there (npz: ``cmds`` (cycle, pseudo-channel, row command,
             column command: ``hw.hbm.controller.RowCmd`` / ``ColCmd`` values, 0 = none) of every DRAM
-            command, ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready, B rvalid, A arvalid,
+            command, ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready,
+            B rvalid, A arvalid,
             A rvalid, accumulator bank 0 and 1 states, C0 rvalid, result W beat) for every cycle;
             Verilator only: it reads engine internals; slows the run about twofold).
 

@@ -41,7 +41,8 @@ class LintResult:
     output: str
 
 
-def lint_module(sources: list[Path], top: str, *, extra_text: str | None = None, workdir: Path | None = None) -> LintResult:
+def lint_module(sources: list[Path], top: str, *, extra_text: str | None = None,
+                workdir: Path | None = None) -> LintResult:
     """``verilator --lint-only -Wall`` with :data:`WAIVER_FILE` on ``sources`` (plus ``extra_text``
     written to a scratch file), top module ``top``. ``ok`` is False on any remaining warning or error."""
     exe = toolchain.verilator_executable()

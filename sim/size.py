@@ -66,9 +66,10 @@ def generation_estimate(rows: int, cols: int) -> SizeEstimate:
     points = [(side * side, s, mib) for side, s, mib in GENERATION_MEASURED]
     if pes <= points[0][0]:
         return SizeEstimate(pes, points[0][1], points[0][2])
-    for (p0, s0, m0), (p1, s1, m1) in zip(points, points[1:]):
-        if pes <= p1:
+    for i in range(1, len(points)):   # the segment holding pes, else the last one
+        if pes <= points[i][0]:
             break
+    (p0, s0, m0), (p1, s1, m1) = points[i - 1], points[i]
     f = (pes - p0) / (p1 - p0)
     return SizeEstimate(pes, s0 + f * (s1 - s0), m0 + f * (m1 - m0))
 

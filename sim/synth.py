@@ -658,7 +658,8 @@ def format_report(report: dict) -> str:
         lines.append("  not placed (synthesis only): no Fmax")
     for f in report["fmax"]:
         if f["achieved_mhz"] is None:
-            lines.append(f"  clock {f['clock']}: requested {f['requested_mhz']:g} MHz, achieved: not known. {f['note']}")
+            lines.append(f"  clock {f['clock']}: requested {f['requested_mhz']:g} MHz, achieved: not known. "
+                         f"{f['note']}")
         else:
             verdict = "met" if f["met"] else "MISSED"
             lines.append(f"  clock {f['clock']}: requested {f['requested_mhz']:g} MHz, achieved "

@@ -2,6 +2,10 @@
 
 Options
     ``--soak``      run the long randomized tests (marker ``soak``); also ``MXU_SOAK=1``.
+    ``--quick``     only the tests that need no simulator (``make quick``): cocotb tests, tool
+                    flows (marker ``flow``: Yosys, nextpnr, whole-system lint) and tests with a
+                    ``simulator`` argument are deselected, and a test that starts Amaranth's
+                    simulator is skipped when it does.
     ``--seed N``    seed for every randomized test; also ``MXU_SEED=N``. Without it each test
                     draws its own seed and prints it, so any failure can be replayed.
 
@@ -47,6 +51,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run long randomized soak tests (marker 'soak'); also enabled by MXU_SOAK=1",
     )
     group.addoption(
+        "--quick",
+        action="store_true",
+        default=False,
+        help="only the tests that need no simulator (no cocotb, no Amaranth simulation)",
+    )
+    group.addoption(
         "--seed",
         type=int,
         default=None,
@@ -84,6 +94,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--quick"):
+        keep = [i for i in items if i.get_closest_marker("cocotb") is None and i.get_closest_marker("flow") is None
+                and "simulator" not in getattr(i, "fixturenames", ())]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     if _soak_enabled(config):
         return
     skip = pytest.mark.skip(reason="soak test: enable with --soak or MXU_SOAK=1")
@@ -120,6 +135,19 @@ def simulator(request: pytest.FixtureRequest) -> str:
     pytest.skip(f"simulator {name!r} unavailable: {problem}")
 
 
+@pytest.fixture(autouse=True)
+def _quick_skips_amaranth_simulation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``--quick``, a test that starts Amaranth's simulator is skipped at that point."""
+    if not request.config.getoption("--quick"):
+        return
+    import amaranth.sim
+
+    def skip(*args, **kwargs):
+        pytest.skip("runs Amaranth's simulator (not in --quick)")
+
+    monkeypatch.setattr(amaranth.sim.Simulator, "__init__", skip)
+
+
 @pytest.fixture(scope="session")
 def soak(pytestconfig: pytest.Config) -> bool:
     """``True`` when soak mode is on (``--soak`` or ``MXU_SOAK=1``)."""
@@ -149,7 +177,7 @@ def seed(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture
-def pyrng(seed: int, request: pytest.FixtureRequest) -> "random.Random":
+def pyrng(seed: int, request: pytest.FixtureRequest) -> random.Random:
     """A ``random.Random`` derived from this test's printed ``seed`` and its node name, so each
     parametrized case draws its own stream and any failure replays with ``--seed``."""
     return random.Random(seed * 1_000_003 + zlib.crc32(request.node.name.encode()))

@@ -19,8 +19,8 @@ Main entry points:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 from typing import NamedTuple
 
 __all__ = [

@@ -1,12 +1,12 @@
 """Amaranth-simulator unit tests of each arithmetic block against the golden model (fast tier)."""
 
-import numpy as np
 import ml_dtypes
+import numpy as np
 import pytest
 from amaranth import Value
 from amaranth.sim import Simulator
 
-from hw.arith import BF16Multiplier, FP32Adder, FP8Decoder, Int8MAC, MAC, MACConfig, MAX_STAGES
+from hw.arith import MAC, MAX_STAGES, BF16Multiplier, FP8Decoder, FP32Adder, Int8MAC, MACConfig
 from hw.arith.mac import FLOAT_CUTS_BY_STAGES
 from verif.golden import mac_bits
 from verif.vectors import corner_vectors, expected_bits, pack_inputs, random_vectors

@@ -19,9 +19,8 @@ from amaranth.sim import Simulator
 
 from hw.board import BoardConfig, UARTReceiver, UARTTransmitter, board_engine_config, info_bytes, uart_divisor
 from hw.mxu import MXUConfig
-from verif.golden import matmul
-
 from tests.test_cli_matmul import random_acc, random_operand
+from verif.golden import matmul
 
 MXU = [sys.executable, "-m", "sim.cli"]
 
@@ -144,7 +143,7 @@ def test_protocol_through_the_uart(simulator, seed):
     """INFO, the engine's ID and CONFIG through the bridge, '?' for an unknown byte, register
     write/read-back, random memory beats written and read back (first and last beat of memory, a
     transfer split over several commands), zero-beat commands; still in step at the end."""
-    from sim.board import simulate_board, sim_config
+    from sim.board import sim_config, simulate_board
     cfg = sim_config()
     r = simulate_board({"call": "verif.board_hosts:protocol_checks", "args": {"seed": seed}}, cfg, sim=simulator,
                        timeout_s=600)

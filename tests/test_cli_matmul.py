@@ -239,7 +239,8 @@ def test_report_fields_and_outputs(files, capsys, monkeypatch):
         assert key in report
     assert (report["rows"], report["cols"], report["cycles"], report["status"]) == (16, 4, 1234, 2)
     assert report["predicted_cycles"] == gemm_cycles(7, 13, 21, 16, 4, 2)
-    assert report["scalesim_cycles"] == 1 * 6 * (32 + 4 + 7 - 2) and report["utilization"] == round(7 * 13 * 21 / 64 / 1234, 4)
+    assert report["scalesim_cycles"] == 1 * 6 * (32 + 4 + 7 - 2)
+    assert report["utilization"] == round(7 * 13 * 21 / 64 / 1234, 4)
     a, b, c = np.load("a.npy"), np.load("b.npy"), np.load("c.npy")
     want = matmul(to_format(a, "bf16"), to_format(b, "bf16"), c, fmt="bf16", subnormals="ftz")
     assert np.array_equal(np.load("C.npy").view(np.uint32), want.view(np.uint32))
@@ -392,7 +393,7 @@ def test_engine_shapes_and_specials(simulator, seed):
     jobs = shape_jobs(rng, "bf16", 8, 8, big=simulator == "verilator")
     specials = special_jobs()
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
-    for (job, ftz, _), res in zip(specials, results[len(jobs):]):
+    for (_job, ftz, _), res in zip(specials, results[len(jobs):]):
         assert result_bits(res.bits, "fp32")[:, 0].tolist() == ftz
 
 
@@ -423,7 +424,7 @@ def test_engine_formats(fmt, subnormals, simulator, seed):
                             np.array([[2**31 - 1, -2**31]], np.int32)))
     specials = special_jobs() if fmt == "bf16" else []
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
-    for (job, ftz, ieee), res in zip(specials, results[len(jobs):]):
+    for (_job, ftz, ieee), res in zip(specials, results[len(jobs):]):
         assert result_bits(res.bits, "fp32")[:, 0].tolist() == (ieee if subnormals == "ieee" else ftz)
     if fmt == "int8":
         assert result_bits(results[len(jobs) - 1].bits, "fp32").tolist() == [[0x8000270F, 0x7FFFD8F0]]

@@ -11,9 +11,23 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
+from exact_ref import (
+    BF16,
+    E4M3FN,
+    E5M2,
+    FP32,
+    FP64,
+    convert,
+    decode,
+    encode_value,
+    ilog2,
+    is_nan,
+    max_bits,
+    pow2,
+    round_to,
+)
 
 import verif.golden as golden
-from exact_ref import BF16, E4M3FN, E5M2, FP32, FP64, convert, decode, encode_value, ilog2, is_nan, max_bits, pow2, round_to
 
 DTYPES = {
     "bf16": (ml_dtypes.bfloat16, np.uint16, BF16),

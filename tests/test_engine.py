@@ -39,8 +39,9 @@ def check(cfg, jobs, results):
         want = expected_bits(job, cfg.mxu.fmt, cfg.mxu.subnormals)
         got = r["d"]
         bad = np.argwhere(got != want)
+        first = tuple(bad[0]) if bad.size else None
         assert bad.size == 0, (f"job {j} {job['a'].shape}x{job['b'].shape}: {len(bad)} mismatches, first at "
-                               f"{tuple(bad[0])}: got 0x{int(got[tuple(bad[0])]):x} want 0x{int(want[tuple(bad[0])]):x}")
+                               f"{first}: got 0x{int(got[first]):x} want 0x{int(want[first]):x}")
         assert r["stray_writes"] == 0, f"job {j}: {r['stray_writes']} bytes written outside the result"
         assert r["bytes_written"] == want.size * want.itemsize, f"job {j}: result bytes not all written"
         check_perf(cfg, job, r, j)

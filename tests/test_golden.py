@@ -6,12 +6,9 @@ Bit-exact: results are compared as fp32 bit patterns; the golden model's NaN mus
 
 from __future__ import annotations
 
-
 import ml_dtypes
 import numpy as np
 import pytest
-
-import verif.golden as golden
 from exact_ref import (
     BF16,
     CANONICAL_NAN32,
@@ -25,6 +22,8 @@ from exact_ref import (
     round_to,
     wrap32,
 )
+
+import verif.golden as golden
 
 MODES = ("ieee", "ftz")
 NAN = CANONICAL_NAN32
@@ -61,7 +60,8 @@ def check_mac(cases, mode, what=""):
     for i, (x, y, z) in enumerate(cases):
         want = ref_mac(x, y, z, mode)
         if int(got[i]) != want:
-            bad.append(f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}): golden {int(got[i]):#010x}, ref {want:#010x}")
+            bad.append(f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}): golden {int(got[i]):#010x}, "
+                       f"ref {want:#010x}")
     assert not bad, f"{what} {len(bad)}/{len(cases)} mismatches:\n" + "\n".join(bad[:25])
 
 
@@ -105,7 +105,8 @@ CORNER = [
     ("2.5 sub ulp ties to 2", 0x00000000, 0x1B20, 0x1A00, (0x00000002, 0x00000000)),
     ("2^-200 vanishes", 0x00000000, 0x0D80, 0x0D80, 0x00000000),
     # normal/subnormal boundary
-    ("2^-126 - 2^-150: ieee rounds up, ftz exact tiny -> flushed", 0x00800000, 0x1A00, 0x9A00, (0x00800000, 0x00000000)),
+    ("2^-126 - 2^-150: ieee rounds up, ftz exact tiny -> flushed", 0x00800000, 0x1A00, 0x9A00,
+     (0x00800000, 0x00000000)),
     ("2^-126 - 2^-151 rounds up to 2^-126, not flushed", 0x00800000, 0x1A00, 0x9980, 0x00800000),
     ("2^-126 - 2^-151(1+) ftz rounds down -> flushed", 0x00800000, 0x1A01, 0x9981, (0x00800000, 0x00000000)),
     ("2^-126 - 2^-149", 0x00800000, 0x1A00, 0x9A80, (0x007FFFFF, 0x00000000)),
@@ -205,7 +206,8 @@ def test_mac_corner_cases(mode):
         want = _expected(exp, mode)
         assert ref_mac(x, y, z, mode) == want
         if int(got[i]) != want:
-            bad.append(f"{name}: mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) golden {int(got[i]):#010x}, expected {want:#010x}")
+            bad.append(f"{name}: mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) golden {int(got[i]):#010x}, "
+                       f"expected {want:#010x}")
     assert not bad, f"{len(bad)}/{len(CORNER)} corner cases differ:\n" + "\n".join(bad)
 
 
@@ -268,7 +270,8 @@ def gen_boundary(rnd, n):
     or overflow; sprinkled with subnormal inputs and special values."""
     out = []
     for _ in range(n):
-        t = rnd.choice([rnd.randint(-153, -120), rnd.randint(-153, -120), rnd.randint(120, 129), rnd.randint(-140, 129)])
+        t = rnd.choice([rnd.randint(-153, -120), rnd.randint(-153, -120), rnd.randint(120, 129),
+                        rnd.randint(-140, 129)])
         lo, hi = max(-126, t - 127), min(127, t + 126)
         ea = rnd.randint(lo, hi)
         eb = t - ea
@@ -381,7 +384,8 @@ def test_reference_vs_numpy_when_exact(pyrng, mode):
         if np.isnan(r[i]):
             assert want == NAN, (hex(x), hex(y), hex(z))
         else:
-            assert got == want, f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) numpy {got:#010x}, ref {want:#010x}"
+            assert got == want, (f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) numpy {got:#010x}, "
+                                 f"ref {want:#010x}")
     assert n_checked > 2000
 
 
@@ -446,7 +450,8 @@ def test_matmul_random(pyrng, fmt, mode):
         for m in range(M):
             for n in range(N):
                 if int(got[m, n]) != want[m][n]:
-                    bad.append(f"trial {trial} ({M}x{K}x{N}) [{m},{n}]: golden {int(got[m, n]):#010x}, ref {want[m][n]:#010x};"
+                    bad.append(f"trial {trial} ({M}x{K}x{N}) [{m},{n}]: golden {int(got[m, n]):#010x}, "
+                               f"ref {want[m][n]:#010x};"
                                f" c={'None' if c is None else hex(c[m][n])} a_row={[hex(v) for v in a[m]]}"
                                f" b_col={[hex(b[k][n]) for k in range(K)]}")
     assert not bad, f"{len(bad)} mismatches ({fmt}, {mode}):\n" + "\n".join(bad[:15])
@@ -467,7 +472,8 @@ def test_matmul_fp8_all_values(fmt, mode):
         got = golden_matmul_bits(a, b, c, fmt, mode)
         want = ref_matmul(a, b, c, fmt=fmt, subnormals=mode)
         mism = [(i, j) for i in range(256) for j in range(len(cols)) if int(got[i, j]) != want[i][j]]
-        assert not mism, [f"c={c0:#x} a={a[i][0]:#04x} b={b[0][j]:#04x}: golden {int(got[i, j]):#010x} ref {want[i][j]:#010x}"
+        assert not mism, [f"c={c0:#x} a={a[i][0]:#04x} b={b[0][j]:#04x}: golden {int(got[i, j]):#010x} "
+                          f"ref {want[i][j]:#010x}"
                           for i, j in mism[:15]]
 
 
@@ -587,8 +593,10 @@ def test_matmul_int8_random(pyrng):
         M, K, N = rnd.randint(1, 5), rnd.randint(1, 16), rnd.randint(1, 5)
         a = [[rnd.randint(-128, 127) for _ in range(K)] for _ in range(M)]
         b = [[rnd.randint(-128, 127) for _ in range(N)] for _ in range(K)]
-        c = None if trial % 4 == 0 else [[rnd.choice([rnd.randint(-(2**31), 2**31 - 1), 2**31 - 1 - rnd.randint(0, 2**16),
-                                                    -(2**31) + rnd.randint(0, 2**16)]) for _ in range(N)] for _ in range(M)]
+        def acc():
+            return rnd.choice([rnd.randint(-(2**31), 2**31 - 1), 2**31 - 1 - rnd.randint(0, 2**16),
+                               -(2**31) + rnd.randint(0, 2**16)])
+        c = None if trial % 4 == 0 else [[acc() for _ in range(N)] for _ in range(M)]
         got = golden_matmul_int8(a, b, c)
         want = ref_matmul(a, b, c, fmt="int8")
         assert got.tolist() == want, (trial, a, b, c)

@@ -15,8 +15,14 @@ import random
 import pytest
 
 from hw.hbm.config import (
-    ADDRESS_FIELDS, COMPRESSED_REFRESH, DRAMSIM3_HBM2, RAMULATOR2_HBM2, TIMING_PRESETS, HBMConfig,
-    HBMTiming, PagePolicy,
+    ADDRESS_FIELDS,
+    COMPRESSED_REFRESH,
+    DRAMSIM3_HBM2,
+    RAMULATOR2_HBM2,
+    TIMING_PRESETS,
+    HBMConfig,
+    HBMTiming,
+    PagePolicy,
 )
 from verif.hbm_device import HBMDevice
 from verif.jedec_checker import OTHER_RULES, RULES, JedecChecker, TimingViolation

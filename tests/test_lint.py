@@ -41,6 +41,7 @@ def _blocks():
     ]
 
 
+@pytest.mark.flow
 @pytest.mark.parametrize("block", _blocks(), ids=lambda b: b[0])
 def test_every_block_lints_clean_under_wall(block, tmp_path):
     _id, factory, top, key = block
@@ -62,6 +63,7 @@ def test_every_waiver_has_its_reason():
                for line in text.splitlines()), "only whole-rule waivers, each with a comment"
 
 
+@pytest.mark.flow
 @pytest.mark.parametrize("cfg", [MXUConfig(8, 8, "bf16", "ftz", 2), MXUConfig(3, 5, "fp8_e5m2", "ieee", 4),
                                  MXUConfig(3, 5, "bf16", "ftz", 2), MXUConfig(2, 3, "int8", "ftz", 1)], ids=str)
 def test_mxu_lints_clean(cfg, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from amaranth import ResetInserter, Signal, Value
 from amaranth.sim import Simulator
 
-from hw.mxu import MXU, MXUConfig, PRESETS
+from hw.mxu import MXU, PRESETS, MXUConfig
 from hw.pe import PEConfig
 from verif.cycles import gemm_cycles, mxu_schedule, scalesim_ws_cycles
 from verif.mxu_driver import MXUDriver
@@ -132,10 +132,10 @@ def test_steady_state_is_back_to_back():
     for every shape up to 12 x 12 and every depth; one beat fewer leaves a gap somewhere."""
     for r in range(1, 13):
         for c in range(1, 13):
-            for l in range(1, 5):
-                m = max(2 * r + c - 1, max(1, (r - 1) * (l - 1)) + 1)
-                starts = [t.swap for t in mxu_schedule(r, c, l, [m] * 5).tiles]
-                assert all(b - a == m for a, b in zip(starts[1:], starts[2:])), (r, c, l, starts)
+            for lat in range(1, 5):
+                m = max(2 * r + c - 1, max(1, (r - 1) * (lat - 1)) + 1)
+                starts = [t.swap for t in mxu_schedule(r, c, lat, [m] * 5).tiles]
+                assert all(b - a == m for a, b in zip(starts[1:], starts[2:])), (r, c, lat, starts)
 
 
 def test_cycles_against_scalesim():
@@ -146,13 +146,13 @@ def test_cycles_against_scalesim():
     * a single tile: exactly R*(L-1) + 2 cycles more (nothing to hide; our PEs take L cycles where
       SCALE-Sim counts 1, plus one commit cycle and one output register).
     """
-    for r, c, l in [(4, 4, 1), (8, 8, 1), (8, 8, 2), (16, 16, 2), (3, 7, 2), (32, 32, 2), (4, 16, 1)]:
-        ms = (2 * r, 8 * r) + ((r,) if l == 1 and r >= 4 else ())
+    for r, c, lat in [(4, 4, 1), (8, 8, 1), (8, 8, 2), (16, 16, 2), (3, 7, 2), (32, 32, 2), (4, 16, 1)]:
+        ms = (2 * r, 8 * r) + ((r,) if lat == 1 and r >= 4 else ())
         for m in ms:
             for k, n in [(2 * r, c), (r, 3 * c), (4 * r, 2 * c)]:
-                assert gemm_cycles(m, k, n, r, c, l) < scalesim_ws_cycles(m, k, n, r, c), (r, c, l, m, k, n)
-            single = gemm_cycles(m, r, c, r, c, l) - scalesim_ws_cycles(m, r, c, r, c)
-            assert single == r * (l - 1) + 2
+                assert gemm_cycles(m, k, n, r, c, lat) < scalesim_ws_cycles(m, k, n, r, c), (r, c, lat, m, k, n)
+            single = gemm_cycles(m, r, c, r, c, lat) - scalesim_ws_cycles(m, r, c, r, c)
+            assert single == r * (lat - 1) + 2
 
 
 @pytest.mark.parametrize("kwargs,message,error", [

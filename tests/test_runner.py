@@ -9,8 +9,8 @@ simulator-build caches, waveforms, and the errors for bad arguments and missing 
 from __future__ import annotations
 
 import inspect
-import os
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

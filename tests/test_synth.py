@@ -81,6 +81,7 @@ def test_nextpnr_not_fit_messages(line, fits):
     assert (synth._FIT_ERRORS.search(line) is None) == fits
 
 
+@pytest.mark.flow
 def test_ice40_int8_mac_placed_from_cli(tmp_path):
     """int8 MAC on the UP5K through the command, output folder under /tmp: one SB_MAC16, the
     wrapper's cost exact, capacities as nextpnr reports them, no Fmax claimed through the DSP."""
@@ -114,6 +115,7 @@ def test_ice40_int8_mac_placed_from_cli(tmp_path):
     assert not list(out.glob(".mxu-synth-*"))  # the work folder is gone
 
 
+@pytest.mark.flow
 def test_ecp5_bf16_mac_placed_timing_miss_reported(tmp_path):
     """bf16 MAC on the ECP5-25k: one MULT18X18D; 300 MHz requested is missed and reported, not an error."""
     from hw.arith import MAC, MACConfig
@@ -138,6 +140,7 @@ def test_ecp5_bf16_mac_placed_timing_miss_reported(tmp_path):
     assert json.loads((tmp_path / "w" / "synth.json").read_text())["fmax"] == rep["fmax"]
 
 
+@pytest.mark.flow
 def test_synth_only_mxu_dsp_count(tmp_path):
     """--synth-only on an int8 2x3 MXU: one multiplier per PE, so exactly 6 MULT18X18D; no nextpnr files."""
     r = run(["synth", "--target", "ecp5-25k", "--rows", "2", "--cols", "3", "--fmt", "int8", "--stages", "1",
@@ -150,6 +153,7 @@ def test_synth_only_mxu_dsp_count(tmp_path):
     assert not (tmp_path / "o" / "nextpnr.log").exists() and (tmp_path / "o" / "synth.json").is_file()
 
 
+@pytest.mark.flow
 def test_does_not_fit_up5k(tmp_path):
     """An int8 3x3 MXU needs 9 SB_MAC16; the UP5K has 8: exit 2 after the short first Yosys run, no output."""
     r = run(["synth", "--target", "ice40-up5k", "--rows", "3", "--cols", "3", "--fmt", "int8", "-o", "big"], tmp_path)

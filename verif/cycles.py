@@ -253,7 +253,8 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
         (the row count of each m-block, in order: every one >= 1, summing to M), ``block_g``
         (n-blocks per group of each m-block) and ``tile_runs``: the tiles in the order the MXU runs
         them, as ``(activation_beats, tiles)`` runs (each m-block's ``ceil(K/R) * ceil(N/C)`` tiles
-        all stream its rows; consecutive m-blocks of equal rows share a run). The size of the result is O(number of m-blocks) <= M, whatever K and N.
+        all stream its rows; consecutive m-blocks of equal rows share a run). The size of the
+        result is O(number of m-blocks) <= M, whatever K and N.
 
     Raises:
         TypeError: a dimension that is not an int, ``config`` not an EngineConfig.

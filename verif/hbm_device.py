@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hw.hbm.config import HBMConfig
+
 from .jedec_checker import Cmd, JedecChecker, TimingViolation
 
 __all__ = ["HBMDevice", "ReadData"]

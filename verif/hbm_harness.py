@@ -27,6 +27,7 @@ import numpy as np
 
 from hw.hbm.config import HBMConfig
 from hw.hbm.controller import ColCmd, RowCmd
+
 from .hbm_device import HBMDevice
 from .jedec_checker import Cmd
 
@@ -244,7 +245,7 @@ class PCHarness:
         start = self.first_cycle or 0
         span = max(1, self.last_data_cycle - start)
         by_kind: dict[str, list[int]] = {}
-        for kind, blocked, write, lat, _ in self.latencies:
+        for kind, blocked, _write, lat, _ in self.latencies:
             by_kind.setdefault("refresh_blocked" if blocked else kind, []).append(lat)
         lat = {k: {"count": len(v), "p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99)),
                    "max": int(max(v))} for k, v in sorted(by_kind.items())}
@@ -351,7 +352,7 @@ def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Genera
     return reqs
 
 
-def device_cycle(device: HBMDevice, cycle: int, pins_by_pc: dict[int, "Pins"]) -> dict[int, tuple[int, int]]:
+def device_cycle(device: HBMDevice, cycle: int, pins_by_pc: dict[int, Pins]) -> dict[int, tuple[int, int]]:
     """One cycle of the device model for several pseudo-channels: apply each channel's row and
     column command and write data (``Pins`` fields ``row_*``, ``col_*``, ``wdata*``), then return
     ``{pc: (rdata_valid, rdata)}`` for this cycle. Raises the checker's

@@ -9,6 +9,7 @@ from amaranth.sim import Simulator
 from hw.hbm.config import HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from hw.hbm.emulator import BRAMEmulator
+
 from .hbm_harness import PCHarness, Pins
 
 __all__ = ["run_pc_amaranth"]

@@ -7,8 +7,8 @@ int8 two's complement), ``c`` as uint32 (fp32 or int32). Random generators take 
 
 from __future__ import annotations
 
-import numpy as np
 import ml_dtypes
+import numpy as np
 
 __all__ = ["DISTRIBUTIONS", "random_vectors", "corner_vectors", "expected_bits", "pack_inputs"]
 
@@ -39,7 +39,8 @@ def _fp32_bits(x) -> np.ndarray:
 def _bf16_rand_exp(rng, n, exps):
     """bf16 patterns with random sign and mantissa, biased exponent drawn from ``exps``."""
     e = rng.choice(np.asarray(exps, dtype=np.uint16), n)
-    return ((rng.integers(0, 2, n, dtype=np.uint16) << 15) | (e << 7) | rng.integers(0, 128, n, dtype=np.uint16)).astype(np.uint16)
+    sign = rng.integers(0, 2, n, dtype=np.uint16) << 15
+    return (sign | (e << 7) | rng.integers(0, 128, n, dtype=np.uint16)).astype(np.uint16)
 
 
 def _fp32_rand_exp(rng, n, exps):

@@ -4,12 +4,12 @@ The product of two bf16 values has at most 16 significant bits and an exponent i
 is carried exactly to the fp32 adder (:mod:`.fp32_add`), which then rounds once (fused MAC).
 """
 
-from amaranth import Module, Mux, Cat, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bits import leading_zeros
-from .formats import BF16, Product, Subnormals, PRODUCT_EXP_BITS
+from .formats import BF16, PRODUCT_EXP_BITS, Product, Subnormals
 
 __all__ = ["BF16Multiplier", "bf16_multiply", "bf16_decode_pair", "bf16_significand_product",
            "bf16_normalize_product", "bf16_product_exponent", "ZERO_EXP"]

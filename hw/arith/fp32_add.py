@@ -21,13 +21,13 @@ happens), and jamming keeps every bit above the sticky position exact whether th
 added, subtracted or negated; when they differ by 0 or 1 no bit is lost.
 """
 
-from amaranth import Module, Mux, Cat, Const, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .bits import leading_zeros, normalize_left, shift_right_jam, signed_gt_const, signed_lt_const
 from .bf16_mul import ZERO_EXP
-from .formats import FP32, Product, Subnormals, FP32_CANONICAL_NAN
+from .bits import leading_zeros, normalize_left, shift_right_jam, signed_gt_const, signed_lt_const
+from .formats import FP32, FP32_CANONICAL_NAN, Product, Subnormals
 from .pipeline import Cuts
 
 __all__ = ["FP32Adder", "fp32_accumulate", "ADDER_CUTS"]

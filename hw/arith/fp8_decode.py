@@ -5,11 +5,11 @@ Every fp8 value is exactly representable in bf16 as a *normal* number (the small
 small normalization of fp8 subnormals. FTZ in the MAC therefore never flushes an fp8 input.
 """
 
-from amaranth import Module, Mux, Cat, Const
+from amaranth import Cat, Const, Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .formats import BF16, FP8_E4M3FN, FP8_E5M2, Format, BF16_CANONICAL_NAN
+from .formats import BF16, BF16_CANONICAL_NAN, FP8_E4M3FN, FP8_E5M2, Format
 
 __all__ = ["FP8Decoder", "decode_fp8"]
 

@@ -110,7 +110,8 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid):
 
     ``a`` and ``b`` are bf16 views for every float format (fp8 is decoded by the caller, at the edge)
     or signed 8-bit values for int8; ``c`` is the 32-bit accumulator (fp32 view or int32). ``valid``
-    (1 bit, or ``None`` for no valid bit and no valid registers) travels with the data. Returns ``(result, valid)``: 32-bit value and its valid bit,
+    (1 bit, or ``None`` for no valid bit and no valid registers) travels with the data. Returns
+    ``(result, valid)``: 32-bit value and its valid bit,
     ``cfg.stages`` cycles later. Registers are placed at :attr:`MACConfig.cuts`.
     """
     cuts = Cuts(m, cfg.cuts)

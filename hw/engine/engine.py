@@ -195,7 +195,7 @@ class EngineConfig:
                 "rob_depth": self.rob_depth}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EngineConfig":
+    def from_dict(cls, d: dict) -> EngineConfig:
         """Inverse of :meth:`as_dict`."""
         d = dict(d)
         d["mxu"] = MXUConfig(**d["mxu"])
@@ -507,7 +507,7 @@ class GEMMEngine(wiring.Component):
                 seq_cap.eq(Mux(RAMP, Mux(~seq_first, min_(grown, Mbmax), seq_cap), Mbmax)),
             ]
 
-        def blocks(p, counted=Const(1, 1)):
+        def blocks(p, counted=Const(1, 1)):  # noqa: B008 (a Const is an immutable value)
             """One loop's position: its block index into the sequencer's table (``mb`` rows,
             ``last_mblock``) and its group (``nb0``, ``gc`` n-blocks, ``last_group``); ``ok``
             when its block is in the table, ``fin`` after its last group. ``counted``: the loop

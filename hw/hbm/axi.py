@@ -270,7 +270,7 @@ class HBMController(wiring.Component):
             req = c.req
             m.d.comb += req.valid.eq(Cat(*cand).any())
             fields = {"write": 0, "addr": 0, "tag": 0, "wdata": 0, "wmask": 0}
-            for j, (valid, ch, write, addr, tag, wdata, wmask, granted) in enumerate(requesters):
+            for j, (_valid, _ch, write, addr, tag, wdata, wmask, _granted) in enumerate(requesters):
                 for name, val in (("write", write), ("addr", addr), ("tag", tag), ("wdata", wdata),
                                   ("wmask", wmask)):
                     fields[name] = Mux(chosen[j], val, fields[name])

@@ -270,7 +270,7 @@ class HBMConfig:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> "HBMConfig":
+    def from_dict(cls, d: dict) -> HBMConfig:
         """Build from :meth:`as_dict` output; ``timing`` may also be a preset name
         (``TIMING_PRESETS`` key).
 

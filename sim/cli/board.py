@@ -66,7 +66,8 @@ scalesim_cycles, utilization, status, engine_error, bitexact, mismatches, clobbe
 time of the serial traffic), wall_s, output.
 
 Exit status: 0 bit-exact; 1 a mismatch (C.npy holds the board's results), an engine error, a byte
-written outside the result, or a board that does not answer as the protocol says; 2 bad input (one line on stderr, nothing written):
+written outside the result, or a board that does not answer as the protocol says; 2 bad input (one
+line on stderr, nothing written):
 a missing file, a wrong dtype, K that differs, a port that cannot be opened, a GEMM whose matrices
 do not fit the board's memory or whose K exceeds its MAX_K.""")
     m.add_argument("a", type=npy_path_arg, metavar="A.npy", help="left operand, M x K")

@@ -13,8 +13,20 @@ from pathlib import Path
 
 from .errors import UsageError
 from .files import check_out_dir, progress_enabled, write_outputs
-from .options import (FMTS, SIMULATORS, SUBNORMALS, add_size_limit_option, check_engine_stages, check_size,
-                      engine_size_arg, mac_config, out_dir_arg, positive_arg, seed_arg, stages_arg)
+from .options import (
+    FMTS,
+    SIMULATORS,
+    SUBNORMALS,
+    add_size_limit_option,
+    check_engine_stages,
+    check_size,
+    engine_size_arg,
+    mac_config,
+    out_dir_arg,
+    positive_arg,
+    seed_arg,
+    stages_arg,
+)
 
 __all__ = ["add_parser", "run"]
 

@@ -8,8 +8,17 @@ from pathlib import Path
 
 from .errors import UsageError
 from .files import check_out_dir, project_info, write_outputs
-from .options import (FMTS, SUBNORMALS, add_size_limit_option, check_size, generate_params, out_dir_arg, positive_arg,
-                      preset_names, stages_arg)
+from .options import (
+    FMTS,
+    SUBNORMALS,
+    add_size_limit_option,
+    check_size,
+    generate_params,
+    out_dir_arg,
+    positive_arg,
+    preset_names,
+    stages_arg,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -22,7 +31,8 @@ def add_parser(sub) -> None:
                                    "and the tool versions. Parameters come from --preset or --config, then "
                                    "from the options given, which win.")
     g.add_argument("--block", choices=["mxu", "mac"], default=None, help="block to generate (default: mxu)")
-    g.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (K extent of a weight tile; default 8)")
+    g.add_argument("--rows", type=positive_arg, default=None,
+                   help="MXU PE rows R (K extent of a weight tile; default 8)")
     g.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (N extent of a tile; default 8)")
     g.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16)")
     g.add_argument("--subnormals", choices=SUBNORMALS, default=None,

@@ -9,8 +9,20 @@ import time
 
 from .errors import UsageError
 from .files import check_out_file, initial_c, load_npy, operand, progress_enabled
-from .options import (FMTS, PSEUDO_CHANNELS, SIMULATORS, SUBNORMALS, add_size_limit_option, check_size,
-                      engine_params, engine_size_arg, npy_path_arg, preset_names, stages_arg, waves_path_arg)
+from .options import (
+    FMTS,
+    PSEUDO_CHANNELS,
+    SIMULATORS,
+    SUBNORMALS,
+    add_size_limit_option,
+    check_size,
+    engine_params,
+    engine_size_arg,
+    npy_path_arg,
+    preset_names,
+    stages_arg,
+    waves_path_arg,
+)
 from .report import finish_gemm, round_or_none
 
 __all__ = ["add_parser", "run"]
@@ -28,7 +40,8 @@ k per element, verif.golden.matmul), write C and print one JSON object on stdout
 
 Inputs are 2-D .npy files (numpy.save): A is M x K, B is K x N.
   bf16 / fp8: float16 and float32 values are rounded to nearest even into the format (float16
-              widens to float32 exactly first), float64 values are rounded once; with --bits, A and B hold raw bit patterns instead (uint16 for bf16,
+              widens to float32 exactly first), float64 values are rounded once; with --bits, A and B
+              hold raw bit patterns instead (uint16 for bf16,
               uint8 for fp8). uint16/uint8 arrays without --bits are refused.
   int8:       int8 arrays (any integer array with values in -128..127); with --bits, uint8
               two's-complement bytes.

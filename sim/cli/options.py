@@ -133,7 +133,8 @@ def generate_params(args, blocks: tuple[str, ...] = ("mxu", "mac")) -> dict:
             raise UsageError(f"--config {args.config}: invalid TOML: {e}") from None
         unknown = sorted(set(loaded) - set(CONFIG_KEYS))
         if unknown:
-            raise UsageError(f"--config {args.config}: unknown keys {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
+            raise UsageError(f"--config {args.config}: unknown keys {', '.join(unknown)}; "
+                             f"allowed: {', '.join(CONFIG_KEYS)}")
         params.update(loaded)
     for key in CONFIG_KEYS:
         value = getattr(args, key)

@@ -11,8 +11,19 @@ from pathlib import Path
 
 from .errors import UsageError
 from .files import check_out_dir, progress_enabled, write_outputs
-from .options import (FMTS, SUBNORMALS, add_size_limit_option, check_size, freq_mhz_arg, generate_params, out_dir_arg,
-                      positive_arg, preset_names, seed_arg, stages_arg)
+from .options import (
+    FMTS,
+    SUBNORMALS,
+    add_size_limit_option,
+    check_size,
+    freq_mhz_arg,
+    generate_params,
+    out_dir_arg,
+    positive_arg,
+    preset_names,
+    seed_arg,
+    stages_arg,
+)
 
 __all__ = ["add_parser", "run"]
 

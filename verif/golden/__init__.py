@@ -9,11 +9,24 @@ Public API used by the tests, the CLI and later blocks::
     result_bits(bits, out), compare_bits(rtl, golden)              the hardware's side, the diff
 """
 
-from .numerics import (CANONICAL_BF16_NAN_BITS, CANONICAL_NAN_BITS, fp32_to_bf16_bits, FORMATS, SUBNORMAL_MODES, check_no_process_ftz, dtype_of,
-                       fp8_to_bf16, int8_mac, mac, mac_bits, round_to_odd_f32, to_format)
-from .matmul import matmul
 from .check import compare_bits, expected_bits, result_bits
+from .matmul import matmul
+from .numerics import (
+                       CANONICAL_BF16_NAN_BITS,
+                       CANONICAL_NAN_BITS,
+                       FORMATS,
+                       SUBNORMAL_MODES,
+                       check_no_process_ftz,
+                       dtype_of,
+                       fp8_to_bf16,
+                       fp32_to_bf16_bits,
+                       int8_mac,
+                       mac,
+                       mac_bits,
+                       round_to_odd_f32,
+                       to_format,
+)
 
-__all__ = ["CANONICAL_BF16_NAN_BITS", "CANONICAL_NAN_BITS", "fp32_to_bf16_bits", "FORMATS", "SUBNORMAL_MODES", "check_no_process_ftz", "dtype_of",
-           "fp8_to_bf16", "int8_mac", "mac", "mac_bits", "matmul", "round_to_odd_f32", "to_format",
-           "expected_bits", "result_bits", "compare_bits"]
+__all__ = ["CANONICAL_BF16_NAN_BITS", "CANONICAL_NAN_BITS", "fp32_to_bf16_bits", "FORMATS", "SUBNORMAL_MODES",
+           "check_no_process_ftz", "dtype_of", "fp8_to_bf16", "int8_mac", "mac", "mac_bits", "matmul",
+           "round_to_odd_f32", "to_format", "expected_bits", "result_bits", "compare_bits"]

@@ -9,6 +9,7 @@ re-enters the top of the column), this is the result for every array shape and t
 from __future__ import annotations
 
 import numpy as np
+
 from .numerics import _check_subnormals, dtype_of, fp8_to_bf16, int8_mac, mac
 
 __all__ = ["matmul"]

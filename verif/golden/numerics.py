@@ -31,11 +31,12 @@ accumulation).
 
 from __future__ import annotations
 
-import numpy as np
 import ml_dtypes
+import numpy as np
 
 __all__ = [
-    "FORMATS", "SUBNORMAL_MODES", "CANONICAL_NAN_BITS", "CANONICAL_BF16_NAN_BITS", "fp32_to_bf16_bits", "dtype_of", "to_format", "round_to_odd_f32",
+    "FORMATS", "SUBNORMAL_MODES", "CANONICAL_NAN_BITS", "CANONICAL_BF16_NAN_BITS", "fp32_to_bf16_bits", "dtype_of",
+    "to_format", "round_to_odd_f32",
     "fp8_to_bf16", "mac", "mac_bits", "int8_mac", "check_no_process_ftz",
 ]
 

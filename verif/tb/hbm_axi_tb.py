@@ -32,8 +32,8 @@ from cocotb.triggers import FallingEdge, RisingEdge, Timer
 from cocotbext.axi import AxiBurstType, AxiBus, AxiMaster, AxiResp
 
 from hw.hbm.config import HBMConfig
-from verif.hbm_harness import Pins, device_cycle
 from verif.hbm_device import HBMDevice
+from verif.hbm_harness import Pins, device_cycle
 
 CFG = json.loads(os.environ.get("HBM_AXI_TB_CONFIG", "{}"))
 PIN_NAMES = ("row_cmd", "row_bg", "row_bank", "row_row", "col_cmd", "col_bg", "col_bank", "col_row",

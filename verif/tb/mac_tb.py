@@ -6,7 +6,8 @@ Configuration comes from the environment variable ``MXU_TB_CONFIG``, a JSON obje
      "gaps": true, "corners": true}
 
 Ports (Amaranth names): ``i__payload`` = a | b << w | c << 2w (w = 16 for bf16, 8 otherwise),
-```i__valid``, ``i__ready``, ``o__payload`` (32 bits), ``o__valid``, ``o__ready``, plus ``clk``/``rst`` when ``stages`` > 0.
+```i__valid``, ``i__ready``, ``o__payload`` (32 bits), ``o__valid``, ``o__ready``, plus ``clk``/``rst``
+when ``stages`` > 0.
 
 Every result is compared bit for bit with :func:`verif.vectors.expected_bits` (the golden model); with
 an always-ready consumer the output must appear exactly ``stages`` cycles after its input; under
@@ -47,7 +48,8 @@ async def _stream(dut, payloads: list[int], rng: np.random.Generator | None) -> 
     """Send payloads through the stream ports and return the output payloads in order.
 
     With ``rng`` (and STAGES > 0; a combinational MAC has no pipeline to stall): random input gaps
-    (15 %) and random back-pressure (``o__ready`` low 30 % of the cycles). Without: back-to-back beats, always ready, and each result must appear exactly STAGES
+    (15 %) and random back-pressure (``o__ready`` low 30 % of the cycles). Without: back-to-back beats,
+    always ready, and each result must appear exactly STAGES
     cycles after its input. Always: no output without an input in flight, and a stalled output
     (``o__valid & ~o__ready``) keeps its payload until taken.
     """

@@ -29,8 +29,16 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from verif.cycles import mxu_schedule
 from verif.golden import matmul
 from verif.mxu_driver import MXUDriver
-from verif.mxu_stim import (act_beats, as_format, gemm_tiles_exact, pack_act, pack_wgt, random_tile,
-                            tile_expected, weight_beats)
+from verif.mxu_stim import (
+    act_beats,
+    as_format,
+    gemm_tiles_exact,
+    pack_act,
+    pack_wgt,
+    random_tile,
+    tile_expected,
+    weight_beats,
+)
 
 CFG = json.loads(os.environ.get("MXU_TB_CONFIG", "{}"))
 R, C, L = int(CFG.get("rows", 2)), int(CFG.get("cols", 2)), int(CFG.get("stages", 2))
