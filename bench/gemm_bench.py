@@ -28,12 +28,12 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from sim.gemm import EngineParams, GemmJob, run_gemms
+from hw.engine import EngineConfig
+from sim.gemm import GemmJob, run_gemms
 from verif.cycles import engine_array_cycles, gemm_cycles, ideal_cycles, scalesim_ws_cycles
 from verif.gemm_host import engine_error
 from verif.golden import compare_bits, expected_bits, result_bits, to_format
@@ -60,10 +60,8 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
         a_buffer_bytes: int | None = None) -> list[dict]:
     records = []
     for rows, cols in arrays:
-        params = EngineParams(rows=rows, cols=cols, fmt="bf16", subnormals="ftz", stages=stages,
-                              pseudo_channels=pseudo_channels)
-        if a_buffer_bytes:
-            params = replace(params, a_buffer_bytes=a_buffer_bytes)
+        params = EngineConfig.from_options(rows=rows, cols=cols, fmt="bf16", subnormals="ftz", stages=stages,
+                                           pseudo_channels=pseudo_channels, a_buffer_bytes=a_buffer_bytes)
         jobs = _jobs(shapes, np.random.default_rng(SEED))
         t0 = time.perf_counter()
         results, info = run_gemms(jobs, params, sim=sim, progress=sys.stderr.isatty())
@@ -80,10 +78,10 @@ def run(arrays, shapes, sim: str, stages: int = 2, pseudo_channels: int = 2,
             pred = gemm_cycles(m, k, n, rows, cols, stages)
             records.append({
                 "array": f"{rows}x{cols}", "rows": rows, "cols": cols, "stages": stages,
-                "pseudo_channels": params.pseudo_channels, "a_buffer_bytes": params.a_buffer_bytes,
+                "pseudo_channels": params.hbm.pseudo_channels, "a_buffer_bytes": params.a_buffer_bytes,
                 "m": m, "k": k, "n": n,
                 "cycles": int(res.cycles), "predicted_cycles": pred, "overhead_cycles": int(res.cycles) - pred,
-                "engine_model_cycles": engine_array_cycles(m, k, n, params.engine_config()),
+                "engine_model_cycles": engine_array_cycles(m, k, n, params),
                 "ideal_cycles": ideal, "scalesim_cycles": ss,
                 "utilization": round(ideal / res.cycles, 4) if res.cycles else None,
                 "predicted_utilization": round(ideal / pred, 4),

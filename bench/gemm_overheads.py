@@ -35,10 +35,11 @@ def _data(rng, m, k, n):
 
 
 def steady() -> dict:
-    from sim.gemm import EngineParams, GemmJob, run_gemms
+    from hw.engine import EngineConfig
+    from sim.gemm import GemmJob, run_gemms
     rng = np.random.default_rng(5)
     jobs = [GemmJob(*_data(rng, *s)) for s in STEADY]
-    results, _ = run_gemms(jobs, EngineParams(), progress=False)
+    results, _ = run_gemms(jobs, EngineConfig(), progress=False)
     rows = []
     for s, j, r in zip(STEADY, jobs, results):
         exact = bool(np.array_equal(matmul(j.a, j.b).view(np.uint32), r.bits))

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.gemm_bench import SEED, _git_commit, _jobs
+from hw.engine import EngineConfig
 from hw.hbm.controller import ColCmd, RowCmd
-from sim.gemm import EngineParams, run_gemms
+from sim.gemm import run_gemms
 from sim.runner import build_root
 from verif.gemm_host import engine_error
 from verif.golden import compare_bits, expected_bits, result_bits
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     rows, cols = _dims(args.array, 2, "--array")
     shape = _dims(args.shape, 3, "--shape")
-    params = EngineParams(rows=rows, cols=cols, pseudo_channels=args.pseudo_channels)
+    params = EngineConfig.from_options(rows=rows, cols=cols, pseudo_channels=args.pseudo_channels)
     job = _jobs([shape], np.random.default_rng(SEED))[0]
     commit = _git_commit()
     work = build_root() / "runs"

@@ -116,7 +116,7 @@ def _layer_record(name, job, result, info, golden_bits, cfg, params):
         "layer": name, "m": m, "k": k, "n": n,
         "cycles": int(result.cycles),
         "predicted_cycles": gemm_cycles(m, k, n, cfg.rows, cfg.cols, cfg.stages),
-        "engine_model_cycles": engine_array_cycles(m, k, n, params.engine_config()),
+        "engine_model_cycles": engine_array_cycles(m, k, n, params),
         "ideal_cycles": ideal,
         "scalesim_cycles": scalesim_ws_cycles(m, k, n, cfg.rows, cfg.cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles else None,
@@ -148,8 +148,9 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
         ValueError: the engine refuses the configuration (from :func:`sim.gemm.run_gemms`).
         sim.runner.BuildError / SimulationError: the simulator failed.
     """
+    from hw.engine import EngineConfig
     from sim import toolchain
-    from sim.gemm import EngineParams, run_gemms
+    from sim.gemm import run_gemms
 
     t0 = time.perf_counter()
     x_train, x_test, y_train, y_test = load_data(cfg.seed, cfg.test_fraction)
@@ -158,8 +159,8 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
     train_s = time.perf_counter() - t0
     ref_pred = forward_float32(x_test, w1, b1, w2, b2).argmax(axis=1)
 
-    params = EngineParams(rows=cfg.rows, cols=cfg.cols, fmt=cfg.fmt, subnormals=cfg.subnormals,
-                          stages=cfg.stages)
+    params = EngineConfig.from_options(rows=cfg.rows, cols=cfg.cols, fmt=cfg.fmt, subnormals=cfg.subnormals,
+                                       stages=cfg.stages)
     # Layer 1 on the RTL, checked against the golden model with the same inputs.
     job1 = _job(x_test, w1, b1, cfg.fmt)
     (res1,), info1 = run_gemms([job1], params, sim=cfg.sim, progress=progress)

@@ -18,39 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["GemmJob", "GemmResult", "EngineParams", "run_gemms"]
-
-
-@dataclass(frozen=True)
-class EngineParams:
-    """Hardware configuration of the simulated engine.
-
-    rows, cols: MXU size R x C (powers of two). fmt: "bf16" | "fp8_e4m3fn" | "fp8_e5m2" | "int8".
-    subnormals: "ftz" | "ieee". stages: PE latency 1..9 (hw.arith.MAX_STAGES). pseudo_channels: HBM
-    pseudo-channels (1, 2, 4).
-    """
-    rows: int = 8
-    cols: int = 8
-    fmt: str = "bf16"
-    subnormals: str = "ftz"
-    stages: int = 2
-    pseudo_channels: int = 2
-    queue_depth: int = 16
-    m_block: int = 128
-    a_buffer_bytes: int = 32768
-    acc_entries: int = 512
-
-    def engine_config(self):
-        """The :class:`hw.engine.EngineConfig` (HBM: DRAMsim3 HBM2 timing, default geometry, channel
-        interleave per 32 B burst, hashed: ``channel_xor``)."""
-        from hw.engine import ENGINE_ADDRESS_MAPPING, EngineConfig
-        from hw.hbm.config import HBMConfig
-        from hw.mxu import MXUConfig
-        return EngineConfig(mxu=MXUConfig(rows=self.rows, cols=self.cols, fmt=self.fmt, subnormals=self.subnormals,
-                                          stages=self.stages),
-                            hbm=HBMConfig(pseudo_channels=self.pseudo_channels, queue_depth=self.queue_depth,
-                                          address_mapping=ENGINE_ADDRESS_MAPPING, channel_xor=True),
-                            m_block=self.m_block, a_buffer_bytes=self.a_buffer_bytes, acc_entries=self.acc_entries)
+__all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog"]
 
 
 @dataclass
@@ -109,15 +77,15 @@ def _check_job(j: int, job: GemmJob, fmt: str) -> None:
         raise ValueError(f"job {j}: bf16 output is not available for int8 (results are int32)")
 
 
-def engine_verilog(params: EngineParams) -> Path:
-    """Generate (or reuse) the Verilog of the engine + HBM top for ``params``; returns its path."""
+def engine_verilog(cfg) -> Path:
+    """Generate (or reuse) the Verilog of the engine + HBM top (:class:`hw.top.GEMMTop`) for the
+    :class:`hw.engine.EngineConfig` ``cfg``; returns its path."""
     from hw.generate import gemm_top_verilog
     from sim.runner import generate_verilog
-    cfg = params.engine_config()
     return generate_verilog(lambda: gemm_top_verilog(cfg, "gemm"), name="gemm", key=("gemm_top", cfg))
 
 
-def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim: str = "verilator",
+def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
               waves: str | None = None, progress: bool = True, raw_jobs: list[dict] | None = None,
               pad_bytes: int = 0, timeout_cycles: int | None = None,
               trace: str | None = None) -> tuple[list[GemmResult], dict]:
@@ -125,7 +93,9 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
 
     Args:
         jobs: the GEMMs (see :class:`GemmJob`).
-        params: the hardware (:class:`EngineParams`).
+        config: the hardware, a :class:`hw.engine.EngineConfig` (default: ``EngineConfig()``, an
+            8 x 8 bf16 array on two HBM2 pseudo-channels; ``EngineConfig.from_options(rows=..)``
+            for others).
         sim: "verilator" or "icarus".
         waves: write an FST/VCD waveform there.
         progress: show a progress bar (tqdm) on stderr when stderr is a terminal.
@@ -151,12 +121,14 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
         failed (an engine hang, an X on a DRAM pin, a JEDEC timing violation): the message holds the
         end of the log.
     """
-    from hw.engine import PERF_COUNTERS
+    from hw.engine import PERF_COUNTERS, EngineConfig
     from sim.runner import build_root, run_cocotb
     from verif.cycles import gemm_cycles
 
-    fmt = params.fmt
-    cfg = params.engine_config()
+    cfg = EngineConfig() if config is None else config
+    if not isinstance(cfg, EngineConfig):
+        raise TypeError(f"config must be an EngineConfig; got {type(cfg).__name__}")
+    fmt = cfg.mxu.fmt
     specs = []
     arrays = {}
     if raw_jobs is not None:
@@ -173,7 +145,7 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
             if job.c is not None:
                 arrays[f"c{j}"] = np.ascontiguousarray(job.c).view(np.uint32)
     if timeout_cycles is None:
-        est = sum(gemm_cycles(s["m"], s["k"], s["n"], params.rows, params.cols, params.stages)
+        est = sum(gemm_cycles(s["m"], s["k"], s["n"], cfg.mxu.rows, cfg.mxu.cols, cfg.mxu.stages)
                   for s in specs if s["kind"] == "gemm")
         timeout_cycles = 20 * est + 20_000
     bar = None
@@ -184,7 +156,7 @@ def run_gemms(jobs: list[GemmJob], params: EngineParams = EngineParams(), *, sim
                    bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
         bar.set_postfix_str("generating Verilog")
     t0 = time.perf_counter()
-    verilog = engine_verilog(params)
+    verilog = engine_verilog(cfg)
     if bar:
         bar.update(1)
         bar.set_postfix_str(f"{sim}: build (cached if built before) and simulate {len(specs)} GEMM(s)")

@@ -20,6 +20,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from hw.engine import EngineConfig
 from sim.cli import main
 from verif.gemm_host import engine_error
 from verif.golden import compare_bits, result_bits
@@ -193,7 +194,7 @@ def fake_engine(monkeypatch, *, flip=None, status=2):
     def run(jobs, params, **kwargs):
         out = []
         for job in jobs:
-            ref = matmul(job.a, job.b, job.c, fmt=params.fmt, subnormals=params.subnormals)
+            ref = matmul(job.a, job.b, job.c, fmt=params.mxu.fmt, subnormals=params.mxu.subnormals)
             bits = fp32_to_bf16_bits(ref) if job.out == "bf16" else ref.view(np.uint32).copy()
             if flip is not None:
                 bits[flip] ^= 1
@@ -321,10 +322,10 @@ def check_run(jobs, params, simulator):
         shape = f"{job.a.shape[0]}x{job.a.shape[1]}x{job.b.shape[1]}"
         assert engine_error(res.status) is None, f"job {i} ({shape}): {engine_error(res.status)}"
         rtl = result_bits(res.bits, job.out)
-        gold = expected_bits(job, params.fmt, params.subnormals)
+        gold = expected_bits(job, params.mxu.fmt, params.mxu.subnormals)
         assert rtl.shape == gold.shape, f"job {i} ({shape}): result shape {rtl.shape}"
         bad = compare_bits(rtl, gold)
-        assert not bad, (f"job {i} ({shape}, {params.fmt}, {params.subnormals}, out {job.out}): {len(bad)} "
+        assert not bad, (f"job {i} ({shape}, {params.mxu.fmt}, {params.mxu.subnormals}, out {job.out}): {len(bad)} "
                          f"mismatches; first at {bad[0]}: rtl 0x{int(rtl[bad[0]]):x}, golden 0x{int(gold[bad[0]]):x}")
     return results
 
@@ -385,11 +386,10 @@ def shape_jobs(rng, fmt, rows, cols, *, big=True):
 def test_engine_shapes_and_specials(simulator, seed):
     """The default engine (bf16, ftz, 8x8): shapes from 1x1x1 to 33x65x17 (Icarus: the small ones),
     random special values, and hand-made specials checked against literal bit patterns."""
-    from sim.gemm import EngineParams
 
     rng = np.random.default_rng(seed)
-    params = EngineParams()
-    assert (params.rows, params.cols, params.fmt, params.subnormals) == (8, 8, "bf16", "ftz")
+    params = EngineConfig()
+    assert (params.mxu.rows, params.mxu.cols, params.mxu.fmt, params.mxu.subnormals) == (8, 8, "bf16", "ftz")
     jobs = shape_jobs(rng, "bf16", 8, 8, big=simulator == "verilator")
     specials = special_jobs()
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
@@ -414,10 +414,10 @@ def test_engine_formats(fmt, subnormals, simulator, seed):
     """Every input format and both subnormal modes (bf16 ftz is the default engine above) on a 4x4
     engine: random GEMMs with special values, an initial C, bf16 output; the hand-made bf16
     specials with their ieee bit patterns; int32 wrap-around for int8."""
-    from sim.gemm import EngineParams, GemmJob
+    from sim.gemm import GemmJob
 
     rng = np.random.default_rng(seed)
-    params = EngineParams(rows=4, cols=4, fmt=fmt, subnormals=subnormals)
+    params = EngineConfig.from_options(rows=4, cols=4, fmt=fmt, subnormals=subnormals)
     jobs = shape_jobs(rng, fmt, 4, 4, big=False)
     if fmt == "int8":  # INT32_MAX + 100*100 and INT32_MIN - 100*100 wrap
         jobs.append(GemmJob(np.array([[100]], np.int8), np.array([[100, -100]], np.int8),
@@ -435,13 +435,12 @@ def test_engine_formats(fmt, subnormals, simulator, seed):
 def test_same_gemm_on_different_arrays(simulator, seed, soak):
     """One GEMM (special values, an initial C, K and N multiples of no array) on 4x4, 8x8 and 4x8
     engines (and 16x8 under --soak): bit-identical results, equal to the golden model."""
-    from sim.gemm import EngineParams
 
     rng = np.random.default_rng(seed)
     jobs = [random_job(rng, "bf16", 11, 37, 19, c=True), random_job(rng, "bf16", 2, 21, 9)]
     outs = []
     for rows, cols in ((4, 4), (8, 8), (4, 8)) + (((16, 8),) if soak else ()):
-        results = check_run(jobs, EngineParams(rows=rows, cols=cols), simulator)
+        results = check_run(jobs, EngineConfig.from_options(rows=rows, cols=cols), simulator)
         outs.append([result_bits(r.bits, "fp32") for r in results])
     for other in outs[1:]:
         for x, y in zip(outs[0], other):

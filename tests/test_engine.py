@@ -131,10 +131,9 @@ def test_blocking_looks_ahead_when_a_bank_rows_are_few(seed):
     MINM = 11 rows cannot run back to back); the RTL's A reads follow them beat by beat, results
     bit-exact under random stalls. The 16x16 rule: 256^3 in blocks 49, 64, 49, 47, 47 and the
     engine blocking costs nothing over the array model (65,600 cycles; 68,891 before)."""
-    from sim.gemm import EngineParams
     from verif.cycles import engine_array_cycles, engine_blocking
     print(f"seed {seed}")
-    cfg16 = EngineParams(rows=16, cols=16).engine_config()
+    cfg16 = EngineConfig.from_options(rows=16, cols=16)
     assert engine_blocking(256, 256, 256, cfg16)["m_blocks"] == [49, 64, 49, 47, 47]
     assert engine_array_cycles(256, 256, 256, cfg16) == 65_600
     rng = np.random.default_rng(seed)

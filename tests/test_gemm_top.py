@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hw.engine import REG
-from sim.gemm import EngineParams, GemmJob, run_gemms
+from hw.engine import REG, EngineConfig
+from sim.gemm import GemmJob, run_gemms
 from verif.golden import matmul, to_format
 
-SMALL = EngineParams(rows=4, cols=4, pseudo_channels=1, queue_depth=8)
+SMALL = EngineConfig.from_options(rows=4, cols=4, pseudo_channels=1, queue_depth=8)
 
 
 @pytest.mark.cocotb
@@ -66,7 +66,7 @@ def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
     a = to_format(rng.standard_normal((8, 8)).astype(np.float32), "bf16")
     b = to_format(rng.standard_normal((8, 8)).astype(np.float32), "bf16")
     path = tmp_path / "trace.npz"
-    results, _ = run_gemms([GemmJob(a, b)], EngineParams(), sim=simulator, progress=False, trace=str(path))
+    results, _ = run_gemms([GemmJob(a, b)], EngineConfig(), sim=simulator, progress=False, trace=str(path))
     r = results[0]
     assert r.status == 0b10 and np.array_equal(r.bits, matmul(a, b).view(np.uint32))
     t = np.load(path)

@@ -64,7 +64,7 @@ order); a SLVERR response sets STATUS.BUS_ERROR (the run still completes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -188,6 +188,32 @@ class EngineConfig:
         c = self.mxu
         return (c.rows & 0xFFF) | (c.cols & 0xFFF) << 12 | FMT_CODES[c.fmt] << 24 | \
             (c.subnormals == "ieee") << 26 | c.stages << 28
+
+    @classmethod
+    def from_options(cls, **options) -> EngineConfig:
+        """An engine from flat options, each keeping its class default when not given (the one
+        place defaults live): the array's ``rows``, ``cols``, ``fmt``, ``subnormals``, ``stages``
+        (:class:`~hw.mxu.MXUConfig`), the memory's ``pseudo_channels`` and ``queue_depth``
+        (:class:`~hw.hbm.config.HBMConfig`, on top of the engine's default memory: its address
+        mapping and channel hash) and this class's own fields (``m_block``, ``a_buffer_bytes``, ...).
+        ``None`` counts as not given.
+
+        Raises:
+            TypeError: an unknown option, or a value of the wrong type.
+            ValueError: a value outside its allowed range (the message names it).
+        """
+        options = {k: v for k, v in options.items() if v is not None}
+        mxu_keys = {f.name for f in fields(MXUConfig)} - {"backpressure"}
+        hbm_keys = {"pseudo_channels", "queue_depth"}
+        own = {f.name for f in fields(cls)} - {"mxu", "hbm"}
+        unknown = sorted(set(options) - mxu_keys - hbm_keys - own)
+        if unknown:
+            raise TypeError(f"unknown engine option(s) {', '.join(unknown)}; allowed: "
+                            f"{', '.join(sorted(mxu_keys | hbm_keys | own))}")
+        default = cls()
+        mxu = replace(default.mxu, **{k: options[k] for k in mxu_keys & set(options)})
+        hbm = replace(default.hbm, **{k: options[k] for k in hbm_keys & set(options)})
+        return cls(mxu=mxu, hbm=hbm, **{k: options[k] for k in own & set(options)})
 
     def as_dict(self) -> dict:
         return {"mxu": self.mxu.as_dict(), "hbm": self.hbm.as_dict(), "m_block": self.m_block, "m_first": self.m_first,

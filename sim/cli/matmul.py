@@ -117,18 +117,19 @@ def run(args) -> int:
     n = b.shape[1]
     c = initial_c(load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
 
-    from sim.gemm import EngineParams, GemmJob, run_gemms
+    from hw.engine import EngineConfig
+    from sim.gemm import GemmJob, run_gemms
     from verif.cycles import engine_array_cycles, gemm_cycles, ideal_cycles, scalesim_ws_cycles
     from verif.gemm_host import check_gemm, engine_error
     from verif.golden import compare_bits, expected_bits, result_bits
 
     try:
-        engine = EngineParams(**params)
+        engine = EngineConfig.from_options(**params)
         # the engine's own descriptor checks (MAX_K, 2**20 dimensions, memory size) before any build
-        check_gemm(m, k, n, engine.engine_config(), load_c=c is not None, out_bf16=args.out_fmt == "bf16")
+        check_gemm(m, k, n, engine, load_c=c is not None, out_bf16=args.out_fmt == "bf16")
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
-    check_size(engine.rows, engine.cols, args, simulated=True)
+    check_size(engine.mxu.rows, engine.mxu.cols, args, simulated=True)
     try:
         toolchain.check_simulator(args.sim)
     except toolchain.SimulatorUnavailable as e:
@@ -140,14 +141,14 @@ def run(args) -> int:
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0] if str(e) else "rejected by the GEMM engine") from None
     result = results[0]
-    rows, cols, stages = engine.rows, engine.cols, engine.stages
+    rows, cols, stages = engine.mxu.rows, engine.mxu.cols, engine.mxu.stages
     ideal = ideal_cycles(m, k, n, rows, cols)
     report = {
         "m": m, "k": k, "n": n, "rows": rows, "cols": cols, "stages": stages, "fmt": fmt,
         "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim,
-        "pseudo_channels": engine.pseudo_channels,
+        "pseudo_channels": engine.hbm.pseudo_channels,
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
-        "engine_model_cycles": engine_array_cycles(m, k, n, engine.engine_config()),
+        "engine_model_cycles": engine_array_cycles(m, k, n, engine),
         "ideal_cycles": ideal, "scalesim_cycles": scalesim_ws_cycles(m, k, n, rows, cols),
         "utilization": round(ideal / result.cycles, 4) if result.cycles and not engine_error(result.status) else None,
         "perf": dict(result.perf),

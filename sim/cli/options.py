@@ -154,12 +154,15 @@ def check_engine_stages(stages: int) -> None:
 
 
 def engine_params(args) -> dict:
-    """--preset, then the explicit options; the GEMM engine's defaults for the rest."""
+    """--preset, then the explicit options; the GEMM engine's defaults (``hw.engine.EngineConfig``)
+    for the rest. Returns options for ``EngineConfig.from_options``."""
     import dataclasses
 
+    from hw.engine import EngineConfig
     from hw.mxu import PRESETS
 
-    params = {"rows": 8, "cols": 8, "fmt": "bf16", "subnormals": "ftz", "stages": 2}
+    default = EngineConfig().mxu
+    params = {k: getattr(default, k) for k in ("rows", "cols", "fmt", "subnormals", "stages")}
     if args.preset is not None:
         if args.preset not in PRESETS:
             raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
