@@ -52,7 +52,13 @@ from .arith.mac import MAX_STAGES
 from .config import check_choice, check_int
 from .pe import PE, PEConfig
 
-__all__ = ["MXUConfig", "MXU", "MXURow", "PRESETS"]
+__all__ = ["MXUConfig", "MXU", "MXURow", "PRESETS", "MAX_SIDE"]
+
+
+#: Largest R and C. Amaranth signals are at most 65,535 bits wide and the array's edge streams grow
+#: with the side (up to 48 bits a column for bf16: generation fails from 1,366 columns); 1,024 is
+#: four times the largest TPU array (256 x 256).
+MAX_SIDE = 1024
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,8 @@ class MXUConfig:
     """Configuration of a systolic MXU.
 
     Attributes:
-        rows: PE rows R (the K extent of a weight tile), any integer >= 1.
-        cols: PE columns C (the N extent of a weight tile), any integer >= 1.
+        rows: PE rows R (the K extent of a weight tile), 1..:data:`MAX_SIDE`.
+        cols: PE columns C (the N extent of a weight tile), 1..:data:`MAX_SIDE`.
         fmt: input format: "bf16", "fp8_e4m3fn", "fp8_e5m2" (decoded to bf16 at the edge) or "int8".
         subnormals: "ftz" (default) or "ieee" (float formats).
         stages: partial-sum latency of a PE in cycles, 1..9 (the MAC pipeline depth; default 2).
@@ -86,8 +92,8 @@ class MXUConfig:
     def __post_init__(self):
         if not isinstance(self.backpressure, bool):
             raise TypeError(f"backpressure must be True or False; got {self.backpressure!r}")
-        check_int("rows", self.rows, 1)
-        check_int("cols", self.cols, 1)
+        check_int("rows", self.rows, 1, MAX_SIDE)
+        check_int("cols", self.cols, 1, MAX_SIDE)
         check_choice("fmt", self.fmt, Format)
         check_choice("subnormals", self.subnormals, Subnormals)
         check_int("stages", self.stages, 1, MAX_STAGES)

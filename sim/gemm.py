@@ -86,7 +86,7 @@ def engine_verilog(cfg) -> Path:
 
 
 def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
-              waves: str | None = None, progress: bool = True, raw_jobs: list[dict] | None = None,
+              waves: str | None = None, progress: bool | None = None, raw_jobs: list[dict] | None = None,
               pad_bytes: int = 0, timeout_cycles: int | None = None,
               trace: str | None = None) -> tuple[list[GemmResult], dict]:
     """Run ``jobs`` one after another in one simulator process.
@@ -98,7 +98,7 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             for others).
         sim: "verilator" or "icarus".
         waves: write an FST/VCD waveform there.
-        progress: show a progress bar (tqdm) on stderr when stderr is a terminal.
+        progress: show a progress bar (tqdm) on stderr; None (default): when stderr is a terminal.
         raw_jobs: instead of ``jobs``, hand-made register writes ``[{"writes": [(offset, value), ...]}]``
             (tests of the descriptor checks); results then have empty arrays and the STATUS.
         pad_bytes: extra bytes (multiple of 32) at the end of every matrix row in memory.
@@ -150,7 +150,9 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         timeout_cycles = 20 * est + 20_000
     bar = None
     import sys
-    if progress and sys.stderr.isatty():
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if progress:
         from tqdm import tqdm
         bar = tqdm(total=3, desc="gemm", unit="step", file=sys.stderr, leave=False,
                    bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")

@@ -9,6 +9,7 @@ an unwritable ``mxu demo -o``, a 0-d array, a 1000 x 1000 array).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -51,8 +52,12 @@ def work(tmp_path, monkeypatch):
     np.save("k8B.npy", np.ones((32769, 1), np.int8))
     np.save("scalar.npy", np.float32(3.0))                  # 0-d
     np.save("a16.npy", np.ones((4, 8), np.float16))
+    np.save("oned.npy", np.ones(8, np.float32))
     Path("file.txt").write_text("not a folder\n")
     Path("bad.toml").write_text('rows = "eight"\n')
+    os.symlink("/nonexistent/folder", "dang")             # a broken symbolic link
+    os.symlink("loop", "loop")                            # a looping one
+    os.mkfifo("fifo.npy")                                 # opening it would block
     return tmp_path
 
 
@@ -80,13 +85,40 @@ BAD = [
     (["demo", "--rows", "32", "--cols", "16"], {}, "a 32x16 GEMM engine (512 PEs) is above the simulation limit"),
     # mxu generate / synth: size estimate and output folder before generation
     (["generate", "--rows", "1000", "--cols", "1000", "-o", "g"], {},
-     "a 1000x1000 MXU (1,000,000 PEs) needs an estimated 32.8 GiB of memory"),
+     "a 1000x1000 MXU needs an estimated 32.8 GiB of memory"),
     (["generate", "--rows", "4", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
     (["generate", "--rows", "4", "-o", "file.txt/g"], {}, "file.txt is not a folder"),
-    (["generate", "--config", "bad.toml", "-o", "g"], {}, "rows must be an integer >= 1; got 'eight'"),
+    (["generate", "--config", "bad.toml", "-o", "g"], {}, "rows must be an integer from 1 to 1024; got 'eight'"),
+    # wide arrays: Amaranth's 65,535-bit signal limit (a traceback from 1,366 columns), and the
+    # estimate of a long row is that of the square of its side
+    (["generate", "--rows", "1", "--cols", "1366", "-o", "g"], {}, "cols must be an integer from 1 to 1024; got 1366"),
+    (["generate", "--rows", "1", "--cols", "1024", "-o", "g"], {}, "a 1x1024 MXU needs an estimated"),
     (["synth", "--target", "ecp5-85k", "--rows", "1000", "--cols", "1000", "-o", "s"], {},
      "pass --no-size-limit to generate it anyway"),
     (["synth", "--target", "ecp5-85k", "--rows", "2", "--cols", "2", "-o", UNWRITABLE], {}, "is not writable"),
+    # found by a new-user check: paths that pass a writability probe but cannot be created, inputs
+    # that block or never end, an unchecked option, names the tools reject, a device as output
+    (["generate", "--rows", "2", "-o", "dang"], {}, "--out dang: dang is a broken or looping symbolic link"),
+    (["generate", "--rows", "2", "-o", "loop/x"], {}, "loop is a broken or looping symbolic link"),
+    (["generate", "--rows", "2", "-o", "d/" + "x" * 300], {}, "a name longer than 255 bytes"),
+    (["matmul", "a.npy", "b.npy", "-o", "dang/C.npy"], {}, "dang is a broken or looping symbolic link"),
+    (["matmul", "a.npy", "b.npy", "-o", "/dev/null"], {}, "--out /dev/null exists and is not a regular file"),
+    (["matmul", "fifo.npy", "b.npy", "-o", "k.npy"], {}, "A fifo.npy: is not a regular file"),
+    (["generate", "--config", "fifo.npy", "-o", "g"], {}, "--config fifo.npy: is not a regular file"),
+    (["generate", "--config", "/dev/zero", "-o", "g"], {}, "--config /dev/zero: is not a regular file"),
+    (["demo", "-o", "dang"], {}, "dang is a broken or looping symbolic link"),
+    (["demo", "--mac", "--vectors", "99999999999999999999"], {},
+     "argument --vectors: must be a positive integer up to 10,000,000"),
+    (["generate", "--rows", "2", "-o", "g"], {"MXU_BUILD_DIR": "/proc/nope"},
+     "MXU_BUILD_DIR /proc/nope: folder /proc is not writable"),
+    (["matmul", "a.npy", "b.npy", "-o", "k.npy"], {"MXU_BUILD_DIR": "/proc/nope"}, "MXU_BUILD_DIR /proc/nope"),
+    (["generate", "--name", "module", "-o", "g"], {}, "--name 'module' is a Verilog keyword"),
+    (["synth", "--target", "ice40-up5k", "--block", "mac", "--name", "SB_MAC16", "-o", "s"], {},
+     "--name 'SB_MAC16' is the name of an FPGA primitive cell"),
+    (["generate", "--config", "no\nne.toml", "-o", "g"], {}, "--config no\\nne.toml: no such file"),
+    (["board", "build", "--stages", "0", "-o", "bb"], {}, "stages must be an integer from 1 to 9; got 0"),
+    (["board", "matmul", "oned.npy", "b.npy", "--port", "loop://", "-o", "k.npy"], {},
+     "A oned.npy must be a 2-D matrix; got shape (8,)"),
     # mxu board build: the output folder before synthesis
     (["board", "build", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
     (["board", "build", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
@@ -123,6 +155,41 @@ def test_k_above_max_k_in_a_fresh_process_returns_at_once(tmp_path):
     assert r.stderr.startswith("mxu: error: K = 16385 is larger than the engine's MAX_K = 16384")
     assert r.stderr.count("\n") == 1 and "\r" not in r.stderr
     assert not (tmp_path / "k.npy").exists()
+
+
+def test_shapes_are_checked_from_the_header_before_the_data_is_read(work, capsys):
+    """A 1 GiB B (sparse on disk) with K = 16385: the K check came after the whole file was read
+    (8 s, 2.6 GB); the header alone decides it now."""
+    np.lib.format.open_memmap("bigB.npy", mode="w+", dtype=np.float32, shape=(16385, 16384)).flush()
+    t0 = time.perf_counter()
+    assert main(["matmul", "kA.npy", "bigB.npy", "-o", "k.npy"]) == 2
+    assert time.perf_counter() - t0 < 2
+    assert "K = 16385 is larger than the engine's MAX_K = 16384" in capsys.readouterr().err
+
+
+def test_outputs_appear_together_or_not_at_all(work, capsys, monkeypatch):
+    """When the second file cannot be put in place, the first is not replaced either (an immutable
+    mxu.json left a new mxu.v beside the old mxu.json)."""
+    from sim.cli import files
+
+    (work / "g").mkdir()
+    (work / "g" / "a.txt").write_text("old a\n")
+    (work / "g" / "b.txt").write_text("old b\n")
+    real = os.replace
+
+    def replace(src, dst):   # b.txt is immutable (chattr +i): it can be neither moved nor replaced
+        if work / "g" / "b.txt" in (Path(src), Path(dst)):
+            raise PermissionError(1, "Operation not permitted")
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(UsageError, match="cannot write: Operation not permitted"):
+        files.write_outputs(work / "g", {"a.txt": "new a\n", "b.txt": "new b\n"})
+    assert (work / "g" / "a.txt").read_text() == "old a\n" and (work / "g" / "b.txt").read_text() == "old b\n"
+    assert sorted(p.name for p in (work / "g").iterdir()) == ["a.txt", "b.txt"]
+    monkeypatch.setattr(files.os, "replace", real)
+    files.write_outputs(work / "nested" / "new", {"a.txt": "x"})
+    assert (work / "nested" / "new" / "a.txt").read_text() == "x"
 
 
 def test_mxu_progress_values(monkeypatch):

@@ -156,9 +156,10 @@ def test_cycles_against_scalesim():
 
 
 @pytest.mark.parametrize("kwargs,message,error", [
-    ({"rows": 0}, "rows must be an integer >= 1; got 0", ValueError),
-    ({"cols": -1}, "cols must be an integer >= 1; got -1", ValueError),
-    ({"rows": 2.5}, "rows must be an integer >= 1; got 2.5", TypeError),
+    ({"rows": 0}, "rows must be an integer from 1 to 1024; got 0", ValueError),
+    ({"cols": -1}, "cols must be an integer from 1 to 1024; got -1", ValueError),
+    ({"cols": 1366}, "cols must be an integer from 1 to 1024; got 1366", ValueError),
+    ({"rows": 2.5}, "rows must be an integer from 1 to 1024; got 2.5", TypeError),
     ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'", ValueError),
     ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'", ValueError),
     ({"stages": 0}, "stages must be an integer from 1 to 9; got 0", ValueError),

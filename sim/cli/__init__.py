@@ -23,6 +23,11 @@ __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 COMMANDS = {"generate": generate, "matmul": matmul, "synth": synth, "demo": demo, "board": board}
 
 
+def _one_line(text: str) -> str:
+    """The message on one line: control characters (a newline in a path) escaped as Python does."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``mxu`` argument parser with every subcommand."""
     p = Parser(prog="mxu", description="Open TPU-style matrix unit: generate, simulate and check the RTL.")
@@ -41,15 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         progress_enabled()  # a bad MXU_PROGRESS is an input error, reported before any work
         return COMMANDS[args.command].run(args)
     except UsageError as e:
-        print(f"mxu: error: {e}", file=sys.stderr)
+        print(f"mxu: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except RuntimeError as e:  # a tool failed (build, simulation): one line, the log path is in it
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"mxu: failed: {first}", file=sys.stderr)
+        print(f"mxu: failed: {_one_line(first)}", file=sys.stderr)
         return 1
     except OSError as e:  # e.g. an unwritable build folder (MXU_BUILD_DIR) or output folder
         where = f": {e.filename}" if e.filename else ""
-        print(f"mxu: error: {e.strerror or e}{where}", file=sys.stderr)
+        print(f"mxu: error: {_one_line(f'{e.strerror or e}{where}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mxu: interrupted", file=sys.stderr)

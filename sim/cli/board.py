@@ -9,7 +9,16 @@ import time
 from pathlib import Path
 
 from .errors import UsageError
-from .files import check_out_dir, check_out_file, initial_c, load_npy, operand, progress_enabled
+from .files import (
+    check_build_dir,
+    check_out_dir,
+    check_out_file,
+    gemm_shape,
+    initial_c,
+    load_npy,
+    operand,
+    progress_enabled,
+)
 from .options import FMTS, SUBNORMALS, npy_path_arg, out_dir_arg, seed_arg, stages_arg
 from .report import finish_gemm
 
@@ -124,6 +133,7 @@ def _cmd_matmul(args) -> int:
 
     t0 = time.perf_counter()
     check_out_file(args.out)
+    gemm_shape(args.a, args.b, args.c)   # shapes from the headers, before the board is asked anything
     raw_a, raw_b = load_npy(args.a, "A"), load_npy(args.b, "B")
     raw_c = load_npy(args.c, "--c") if args.c is not None else None
     try:
@@ -196,8 +206,9 @@ def _cmd_build(args) -> int:
     from sim.board import build_bitstream
 
     try:
+        # None = not given (a given 0 must reach MXUConfig's check, not turn into the default)
         mxu = MXUConfig(rows=args.rows or 2, cols=args.cols or 2, fmt=args.fmt or "bf16",
-                        subnormals=args.subnormals or "ftz", stages=args.stages or 2)
+                        subnormals=args.subnormals or "ftz", stages=2 if args.stages is None else args.stages)
         if not 1 <= args.clk_mhz <= 200:
             raise ValueError(f"--clk-mhz must be 1..200 MHz; got {args.clk_mhz:g}")
         config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib,
@@ -206,6 +217,7 @@ def _cmd_build(args) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     check_out_dir(Path(args.out), ["board.bit", "board.json"])  # before minutes of synthesis
+    check_build_dir()
     say = (lambda s: print(f"mxu board build: {s}", file=sys.stderr)) if progress_enabled() else None
     try:
         report = build_bitstream(config, args.board, args.out, seed=args.seed, progress=say)

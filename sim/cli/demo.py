@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from .errors import UsageError
-from .files import check_out_dir, progress_enabled, write_outputs
+from .files import check_build_dir, check_out_dir, progress_enabled, write_outputs
 from .options import (
     FMTS,
     SIMULATORS,
@@ -23,9 +23,9 @@ from .options import (
     engine_size_arg,
     mac_config,
     out_dir_arg,
-    positive_arg,
     seed_arg,
     stages_arg,
+    vectors_arg,
 )
 
 __all__ = ["add_parser", "run"]
@@ -59,7 +59,7 @@ generated MAC against the golden model (options --fmt incl. int8, --subnormals, 
                         "(default 2)")
     d.add_argument("--rows", type=engine_size_arg, default=None, help="MXU PE rows R, a power of two (default 8)")
     d.add_argument("--cols", type=engine_size_arg, default=None, help="MXU PE columns C, a power of two (default 8)")
-    d.add_argument("--vectors", type=positive_arg, default=None,
+    d.add_argument("--vectors", type=vectors_arg, default=None,
                    help="--mac only: random MACs to run (default: 5000, split over the distributions)")
     d.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
     d.add_argument("--seed", type=seed_arg, default=None,
@@ -101,6 +101,7 @@ def _run_mlp(args) -> int:
         raise UsageError(str(e)) from None
     out = args.out if args.out is not None else runner.build_root() / "demo"
     check_out_dir(out, demo_mlp.REPORT_FILES)  # before training, the build and the simulation
+    check_build_dir()
     check_size(args.rows or 8, args.cols or 8, args, simulated=True)
     cfg = demo_mlp.DemoConfig(rows=args.rows or 8, cols=args.cols or 8, fmt=args.fmt or "bf16",
                               subnormals=args.subnormals or "ftz", stages=stages, sim=args.sim,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -13,15 +14,101 @@ from pathlib import Path
 from .errors import UsageError
 from .options import RAW_BITS
 
-__all__ = ["load_npy", "check_matrix", "operand", "initial_c", "check_out_dir", "check_writable_parent",
-           "check_out_file", "write_outputs", "save_npy_atomic", "progress_enabled", "PROGRESS_VALUES",
-           "project_info"]
+__all__ = ["npy_header", "check_shape", "gemm_shape", "check_build_dir", "load_npy", "check_matrix", "operand",
+           "initial_c", "check_out_dir", "check_writable_parent", "check_out_file", "write_outputs", "save_npy_atomic",
+           "progress_enabled", "PROGRESS_VALUES", "project_info"]
 
-def load_npy(path: Path, what: str):
-    """Read a .npy file without pickles; every failure is a UsageError naming ``what`` and the path."""
+def _check_regular_file(path: Path, where: str) -> None:
+    """An input must be a regular file: a FIFO would block, a device (/dev/zero) never ends."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{where}: cannot read: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{where}: is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{where}: is not a regular file (a pipe, socket or device)")
+
+
+def npy_header(path: Path, what: str) -> tuple[tuple[int, ...], object]:
+    """(shape, dtype) from a .npy file's header alone, so a matrix's shape can be checked before its
+    data is read. UsageError for anything that is not a readable .npy file."""
     import numpy as np
 
     where = f"{what} {path}"
+    _check_regular_file(path, where)
+    try:
+        with open(path, "rb") as f:
+            if f.read(6) != b"\x93NUMPY":
+                raise UsageError(f"{where}: not a .npy file (write it with numpy.save)")
+            f.seek(0)
+            major, _minor = np.lib.format.read_magic(f)
+            if major == 1:
+                shape, _fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif major in (2, 3):   # version 3 differs only in the header's text encoding
+                shape, _fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unknown .npy version {major}")
+    except UsageError:
+        raise
+    except OSError as e:
+        raise UsageError(f"{where}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        if "Object arrays" in str(e) or "pickle" in str(e):
+            raise UsageError(f"{where}: holds Python objects (dtype object); save a numeric array") from None
+        first = str(e).splitlines()[0] if str(e) else "malformed"
+        raise UsageError(f"{where}: corrupt or truncated .npy file ({first})") from None
+    except Exception as e:  # numpy's header parser raises EOFError, SyntaxError...
+        raise UsageError(f"{where}: corrupt or truncated .npy file ({type(e).__name__})") from None
+    if dtype.hasobject:
+        raise UsageError(f"{where}: holds Python objects (dtype object); save a numeric array")
+    return tuple(int(d) for d in shape), dtype
+
+
+def check_shape(shape, what: str, path: Path) -> None:
+    """A 2-D matrix with no empty dimension (from :func:`npy_header` or an array's shape)."""
+    if len(shape) != 2:
+        raise UsageError(f"{what} {path} must be a 2-D matrix; got shape {tuple(shape)}")
+    if 0 in shape:
+        raise UsageError(f"{what} {path} is {shape[0]}x{shape[1]}: empty dimension (0); "
+                         "every dimension must be at least 1")
+
+
+def gemm_shape(a_path: Path, b_path: Path, c_path: Path | None = None) -> tuple[int, int, int]:
+    """(M, K, N) of ``C = C0 + A @ B`` from the .npy headers alone (nothing else is read): both
+    operands 2-D and non-empty, K equal, C0 (when given) M x N. UsageError otherwise."""
+    (sa, _), (sb, _) = npy_header(a_path, "A"), npy_header(b_path, "B")
+    check_shape(sa, "A", a_path)
+    check_shape(sb, "B", b_path)
+    if sa[1] != sb[0]:
+        raise UsageError(f"A is {sa[0]}x{sa[1]} but B is {sb[0]}x{sb[1]}: inner dimensions (K) differ")
+    m, k, n = sa[0], sa[1], sb[1]
+    if c_path is not None:
+        sc, _ = npy_header(c_path, "--c")
+        check_shape(sc, "--c", c_path)
+        if tuple(sc) != (m, n):
+            raise UsageError(f"--c {c_path} is {sc[0]}x{sc[1]} but the result is {m}x{n} (M from A, N from B)")
+    return m, k, n
+
+
+def check_build_dir() -> None:
+    """The build folder (``$MXU_BUILD_DIR``, else ``build/``) must be writable before anything is
+    generated or built into it."""
+    from sim.runner import build_root
+
+    check_writable_parent(build_root(), "MXU_BUILD_DIR")
+
+
+def load_npy(path: Path, what: str):
+    """Read a .npy file without pickles; every failure is a UsageError naming ``what`` and the path.
+    Only regular files are opened (a FIFO would block); callers check the shape first with
+    :func:`npy_header` where the size matters."""
+    import numpy as np
+
+    where = f"{what} {path}"
+    _check_regular_file(path, where)
     try:
         with open(path, "rb") as f:
             if f.read(6) != b"\x93NUMPY":
@@ -41,6 +128,8 @@ def load_npy(path: Path, what: str):
         raise UsageError(f"{where}: corrupt or truncated .npy file ({first})") from None
     except UsageError:
         raise
+    except MemoryError:
+        raise UsageError(f"{where}: too large to load into this machine's memory") from None
     except Exception as e:  # numpy's header parser raises EOFError, SyntaxError, tokenize errors...
         raise UsageError(f"{where}: corrupt or truncated .npy file ({type(e).__name__})") from None
     if array.dtype.byteorder not in ("=", "|") and array.dtype.kind in "fiu":
@@ -50,11 +139,8 @@ def load_npy(path: Path, what: str):
 
 
 def check_matrix(array, what: str, path: Path) -> None:
-    if array.ndim != 2:
-        raise UsageError(f"{what} {path} must be a 2-D matrix; got shape {tuple(array.shape)}")
-    if 0 in array.shape:
-        raise UsageError(f"{what} {path} is {array.shape[0]}x{array.shape[1]}: empty dimension (0); "
-                         "every dimension must be at least 1")
+    """:func:`check_shape` of a loaded array."""
+    check_shape(array.shape, what, path)
 
 
 def operand(array, what: str, path: Path, fmt: str, bits: bool):
@@ -131,11 +217,22 @@ def check_out_dir(out: Path, names, option: str = "--out") -> None:
     check_writable_parent(out, option)
 
 
+#: Longest file or folder name (bytes) on Linux file systems (NAME_MAX).
+NAME_MAX = 255
+
+
 def check_writable_parent(path: Path, option: str) -> None:
     """``path`` itself when it exists, else its nearest existing parent, must be a folder this user
     can write into (created folders and written files go there). Checked by creating and removing
-    a probe file there: permission bits alone say nothing for root, a read-only mount or /proc."""
+    a probe file there: permission bits alone say nothing for root, a read-only mount or /proc.
+    A broken or looping symbolic link on the way, or a name longer than the file system takes, is
+    refused here too (each would fail only when the output is written)."""
+    for part in path.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise UsageError(f"{option} {path}: a name longer than {NAME_MAX} bytes")
     for where in (path, *path.parents):
+        if where.is_symlink() and not where.exists():
+            raise UsageError(f"{option} {path}: {where} is a broken or looping symbolic link")
         if where.exists():
             if not where.is_dir():
                 raise UsageError(f"{option} {path}: {where} is not a folder")
@@ -149,8 +246,14 @@ def check_writable_parent(path: Path, option: str) -> None:
 
 
 def check_out_file(path: Path, option: str = "--out") -> None:
+    """An output file: not a folder, not a device, pipe or socket (the result is renamed over the
+    path: /dev/null would be replaced), its folder writable (:func:`check_writable_parent`)."""
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give a file name such as C.npy")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{option} {path} exists and is not a regular file (a device, pipe or socket)")
+    if path.is_symlink() and not path.exists():
+        raise UsageError(f"{option} {path} is a broken or looping symbolic link")
     check_writable_parent(path.parent, option)
 
 
@@ -159,24 +262,37 @@ def write_outputs(out: Path, files: dict[str, str | Path]) -> None:
     to a temporary folder first and is then moved into place; a folder this call created is
     removed again when writing fails."""
     check_out_dir(out, files)
-    created = not out.exists()
+    # the topmost folder this call creates, removed again when writing fails
+    created = next((p for p in reversed((out, *out.parents)) if not p.exists()), None)
     try:
         out.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".mxu-", dir=out))
     except OSError as e:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise UsageError(f"--out {out}: cannot create: {e.strerror}") from None
+    moved_out, moved_in = [], []   # old files set aside, new files put in place
     try:
         for name, content in files.items():
             if isinstance(content, Path):
                 shutil.copyfile(content, tmp / name)
             else:
                 (tmp / name).write_text(content)
+        for name in files:   # set every old file aside first: none is replaced unless all can be
+            if (out / name).exists() or (out / name).is_symlink():
+                os.replace(out / name, tmp / f"{name}.old")
+                moved_out.append(name)
         for name in files:
             os.replace(tmp / name, out / name)
+            moved_in.append(name)
     except OSError as e:
+        for name in moved_in:
+            (out / name).unlink(missing_ok=True)
+        for name in moved_out:
+            os.replace(tmp / f"{name}.old", out / name)
         shutil.rmtree(tmp, ignore_errors=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise UsageError(f"--out {out}: cannot write: {e.strerror}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

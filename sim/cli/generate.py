@@ -7,11 +7,12 @@ import time
 from pathlib import Path
 
 from .errors import UsageError
-from .files import check_out_dir, project_info, write_outputs
+from .files import check_build_dir, check_out_dir, project_info, write_outputs
 from .options import (
     FMTS,
     SUBNORMALS,
     add_size_limit_option,
+    check_module_name,
     check_size,
     generate_params,
     out_dir_arg,
@@ -62,9 +63,9 @@ def run(args) -> int:
     params = generate_params(args)
     block = params.pop("block")
     name = args.name or block
-    if not name.isidentifier() or not name.isascii():
-        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _)")
+    check_module_name(name)
     check_out_dir(args.out, [f"{name}.v", f"{name}.json"])  # before minutes of generation
+    check_build_dir()
     t0 = time.perf_counter()
     try:
         if block == "mac":

@@ -8,7 +8,7 @@ import sys
 import time
 
 from .errors import UsageError
-from .files import check_out_file, initial_c, load_npy, operand, progress_enabled
+from .files import check_build_dir, check_out_file, gemm_shape, initial_c, load_npy, operand, progress_enabled
 from .options import (
     FMTS,
     PSEUDO_CHANNELS,
@@ -108,14 +108,7 @@ def run(args) -> int:
     if args.waves is not None:
         check_out_file(args.waves, "--waves")
     check_out_file(args.out)
-    a = operand(load_npy(args.a, "A"), "A", args.a, fmt, args.bits)
-    b = operand(load_npy(args.b, "B"), "B", args.b, fmt, args.bits)
-    if a.shape[1] != b.shape[0]:
-        raise UsageError(f"A is {a.shape[0]}x{a.shape[1]} but B is {b.shape[0]}x{b.shape[1]}: "
-                         "inner dimensions (K) differ")
-    m, k = a.shape
-    n = b.shape[1]
-    c = initial_c(load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
+    m, k, n = gemm_shape(args.a, args.b, args.c)   # from the headers: nothing big is read yet
 
     from hw.engine import EngineConfig
     from sim.gemm import GemmJob, run_gemms
@@ -126,14 +119,18 @@ def run(args) -> int:
     try:
         engine = EngineConfig.from_options(**params)
         # the engine's own descriptor checks (MAX_K, 2**20 dimensions, memory size) before any build
-        check_gemm(m, k, n, engine, load_c=c is not None, out_bf16=args.out_fmt == "bf16")
+        check_gemm(m, k, n, engine, load_c=args.c is not None, out_bf16=args.out_fmt == "bf16")
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     check_size(engine.mxu.rows, engine.mxu.cols, args, simulated=True)
+    check_build_dir()
     try:
         toolchain.check_simulator(args.sim)
     except toolchain.SimulatorUnavailable as e:
         raise UsageError(str(e)) from None
+    a = operand(load_npy(args.a, "A"), "A", args.a, fmt, args.bits)
+    b = operand(load_npy(args.b, "B"), "B", args.b, fmt, args.bits)
+    c = initial_c(load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
     job = GemmJob(a, b, c, args.out_fmt)
     try:
         results, info = run_gemms([job], engine, sim=args.sim, waves=str(args.waves) if args.waves else None,

@@ -13,7 +13,8 @@ from .errors import UsageError
 __all__ = ["FMTS", "SUBNORMALS", "SIMULATORS", "ENGINE_SIZES", "PSEUDO_CHANNELS", "RAW_BITS", "CONFIG_KEYS",
            "stages_arg", "positive_arg", "seed_arg", "out_dir_arg", "engine_size_arg", "npy_path_arg",
            "waves_path_arg", "freq_mhz_arg", "preset_names", "generate_params", "engine_params",
-           "check_engine_stages", "add_mac_options", "mac_config", "add_size_limit_option", "check_size"]
+           "check_engine_stages", "add_mac_options", "mac_config", "add_size_limit_option", "check_size",
+           "vectors_arg", "check_module_name", "MAX_VECTORS"]
 
 FMTS = ("bf16", "fp8_e4m3fn", "fp8_e5m2", "int8")
 
@@ -101,6 +102,57 @@ def freq_mhz_arg(text: str) -> float:
     return value
 
 
+#: Most random MACs ``mxu demo --mac`` runs (the testbench holds every vector in memory).
+MAX_VECTORS = 10_000_000
+
+
+def vectors_arg(text: str) -> int:
+    """``--vectors``: 1 .. :data:`MAX_VECTORS`."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_VECTORS:
+        raise argparse.ArgumentTypeError(f"must be a positive integer up to {MAX_VECTORS:,}, not {text!r}")
+    return value
+
+
+#: Verilog-2005 keywords (IEEE 1364-2005, Annex B) and the SystemVerilog ones tools reserve most
+#: often: a module name that is a keyword comes out escaped (``\\module``) or not at all.
+VERILOG_KEYWORDS = frozenset("""
+always and assign automatic begin buf bufif0 bufif1 case casex casez cell cmos config deassign default
+defparam design disable edge else end endcase endconfig endfunction endgenerate endmodule endprimitive
+endspecify endtable endtask event for force forever fork function generate genvar highz0 highz1 if
+ifnone incdir include initial inout input instance integer join large liblist library localparam
+macromodule medium module nand negedge nmos nor noshowcancelled not notif0 notif1 or output parameter
+pmos posedge primitive pull0 pull1 pulldown pullup pulsestyle_ondetect pulsestyle_onevent rcmos real
+realtime reg release repeat rnmos rpmos rtran rtranif0 rtranif1 scalared showcancelled signed small
+specify specparam strong0 strong1 supply0 supply1 table task time tran tranif0 tranif1 tri tri0 tri1
+triand trior trireg unsigned use uwire vectored wait wand weak0 weak1 while wire wor xnor xor
+logic bit byte int shortint longint struct union enum typedef class interface package program
+""".split())
+#: Name prefixes of the FPGA vendors' primitive cells the synthesis targets know (iCE40 ``SB_*``,
+#: ECP5 ``MULT18X18D``, ``DP16KD``, ``TRELLIS_*``, ...): a module of that name clashes with the cell
+#: library in Yosys ("Re-definition of module").
+PRIMITIVE_PREFIXES = ("SB_", "TRELLIS_", "MULT18X18", "MULT9X9", "ALU54", "DP16KD", "PDPW16KD", "CCU2",
+                      "LUT4", "LUT5", "PFUMX", "L6MUX", "EHXPLL", "DCC", "DCS", "DDR", "IDDR", "ODDR",
+                      "OSCG", "GSR", "PUR", "USRMCLK", "JTAGG", "SGSR", "FD1", "IFS1", "OFS1", "OB", "IB", "BB")
+
+
+def check_module_name(name: str, reserved: tuple[str, ...] = ()) -> None:
+    """``--name``: a plain Verilog identifier that is no keyword, no vendor primitive's name and
+    none of ``reserved``. UsageError otherwise."""
+    if not name.isascii() or not name.isidentifier() or len(name) > 128:
+        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _; at most 128)")
+    if name in VERILOG_KEYWORDS:
+        raise UsageError(f"--name {name!r} is a Verilog keyword")
+    if name == name.upper() and name.startswith(PRIMITIVE_PREFIXES):
+        raise UsageError(f"--name {name!r} is the name of an FPGA primitive cell (iCE40 / ECP5 library)")
+    if name in reserved:
+        raise UsageError(f"--name {name!r} is not a Verilog identifier this command can use: the flow "
+                         f"takes {', '.join(reserved)}")
+
+
 def preset_names() -> list[str]:
     from hw.mxu import PRESETS
     return sorted(PRESETS)
@@ -123,6 +175,18 @@ def generate_params(args, blocks: tuple[str, ...] = ("mxu", "mac")) -> dict:
             raise UsageError(f"unknown --preset {args.preset!r}; choose from {', '.join(sorted(PRESETS))}")
         params.update(dataclasses.asdict(PRESETS[args.preset]), block="mxu")
     if args.config is not None:
+        import stat
+
+        try:
+            st = args.config.stat()
+        except FileNotFoundError:
+            raise UsageError(f"--config {args.config}: no such file") from None
+        except OSError as e:
+            raise UsageError(f"--config {args.config}: cannot read: {e.strerror or e}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"--config {args.config}: is not a regular file (a folder, pipe or device)")
+        if st.st_size > 65536:
+            raise UsageError(f"--config {args.config}: {st.st_size:,} bytes; a configuration is at most 64 KiB")
         try:
             loaded = tomllib.loads(args.config.read_text())
         except FileNotFoundError:

@@ -10,11 +10,12 @@ import tempfile
 from pathlib import Path
 
 from .errors import UsageError
-from .files import check_out_dir, progress_enabled, write_outputs
+from .files import check_build_dir, check_out_dir, progress_enabled, write_outputs
 from .options import (
     FMTS,
     SUBNORMALS,
     add_size_limit_option,
+    check_module_name,
     check_size,
     freq_mhz_arg,
     generate_params,
@@ -92,14 +93,13 @@ def run(args) -> int:
     params = generate_params(args, blocks=("mxu", "pe", "mac"))
     block = params.pop("block")
     name = args.name or block
-    if not name.isidentifier() or not name.isascii() or name == synth.WRAPPER_TOP:
-        raise UsageError(f"--name {name!r} is not a Verilog identifier (letters, digits, _) "
-                         f"other than {synth.WRAPPER_TOP}")
+    check_module_name(name, reserved=(synth.WRAPPER_TOP,))
     target = synth.TARGETS[args.target]
     files = [f"{name}.v", target.constraints, *SYNTH_FILES]
     if args.synth_only:
         files = [f for f in files if not f.startswith("nextpnr")]
     check_out_dir(args.out, files)
+    check_build_dir()
     try:
         if block in ("mac", "pe"):
             for key in ("rows", "cols", "backpressure"):
