@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["GENERATION_MEASURED", "MAX_GENERATE_SECONDS", "MAX_GENERATE_MIB", "MAX_SIMULATED_PES",
-           "SizeEstimate", "generation_estimate", "check_generation_size", "check_simulated_size"]
+           "MAX_SIMULATED_CYCLES", "SizeEstimate", "generation_estimate", "check_generation_size",
+           "check_simulated_size", "check_simulated_cycles"]
 
 #: (array side R = C, generation wall seconds, peak resident memory in MiB) of ``mxu_verilog``,
 #: measured by ``bench/mxu_scale.py`` (bench/results/mxu_scale.json, bf16 ftz, 2 stages).
@@ -38,6 +39,10 @@ MAX_GENERATE_MIB = 8192.0
 #: Largest R x C of the GEMM engine that ``mxu matmul`` and ``mxu demo`` simulate without
 #: ``--no-size-limit`` (16 x 16; see the module docstring).
 MAX_SIMULATED_PES = 256
+#: Most engine cycles (the array alone, ``verif.cycles.gemm_cycles``, a lower bound of the RTL's)
+#: ``mxu matmul`` simulates without ``--no-size-limit``: the 8x8 engine simulates 1,450-2,300
+#: cycles/s in Verilator, so 50 million cycles are 6-10 hours.
+MAX_SIMULATED_CYCLES = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,24 @@ def check_generation_size(rows: int, cols: int) -> SizeEstimate:
             f"{_duration(MAX_GENERATE_SECONDS)} (estimate from measured runs up to 128x128); "
             "pass --no-size-limit to generate it anyway")
     return est
+
+
+def check_simulated_cycles(m: int, k: int, n: int, rows: int, cols: int, stages: int) -> int:
+    """Refuse a GEMM whose simulation would take longer than :data:`MAX_SIMULATED_CYCLES` engine
+    cycles (the array-alone bound); returns that bound otherwise.
+
+    Raises:
+        ValueError: naming the GEMM, its cycles, the limit and the override (``--no-size-limit``).
+    """
+    from verif.cycles import gemm_cycles
+
+    cycles = gemm_cycles(m, k, n, rows, cols, stages)
+    if cycles > MAX_SIMULATED_CYCLES:
+        raise ValueError(
+            f"a {m}x{k}x{n} GEMM on a {rows}x{cols} engine takes at least {cycles:,} cycles, above the simulation "
+            f"limit of {MAX_SIMULATED_CYCLES:,} (hours at the 1,450-2,300 cycles/s measured for 8x8); "
+            "pass --no-size-limit to simulate it anyway")
+    return cycles
 
 
 def check_simulated_size(rows: int, cols: int) -> None:

@@ -53,6 +53,8 @@ def work(tmp_path, monkeypatch):
     np.save("scalar.npy", np.float32(3.0))                  # 0-d
     np.save("a16.npy", np.ones((4, 8), np.float16))
     np.save("oned.npy", np.ones(8, np.float32))
+    for name in ("big_a.npy", "big_b.npy"):   # 64 MiB each, sparse: only the header is read
+        np.lib.format.open_memmap(name, mode="w+", dtype=np.float32, shape=(4096, 4096)).flush()
     Path("file.txt").write_text("not a folder\n")
     Path("bad.toml").write_text('rows = "eight"\n')
     os.symlink("/nonexistent/folder", "dang")             # a broken symbolic link
@@ -117,6 +119,10 @@ BAD = [
      "--name 'SB_MAC16' is the name of an FPGA primitive cell"),
     (["generate", "--config", "no\nne.toml", "-o", "g"], {}, "--config no\\nne.toml: no such file"),
     (["board", "build", "--stages", "0", "-o", "bb"], {}, "stages must be an integer from 1 to 9; got 0"),
+    (["generate", "--rows", "4_0", "-o", "g"], {}, "argument --rows: must be a positive integer, not '4_0'"),
+    (["matmul", "a.npy", "b.npy", "--rows", "\uff18", "-o", "k.npy"], {}, "argument --rows: must be a power of two"),
+    (["matmul", "big_a.npy", "big_b.npy", "-o", "k.npy"], {},
+     "a 4096x4096x4096 GEMM on a 8x8 engine takes at least 1,073,"),
     (["board", "matmul", "oned.npy", "b.npy", "--port", "loop://", "-o", "k.npy"], {},
      "A oned.npy must be a 2-D matrix; got shape (8,)"),
     # mxu board build: the output folder before synthesis

@@ -123,6 +123,12 @@ def run(args) -> int:
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     check_size(engine.mxu.rows, engine.mxu.cols, args, simulated=True)
+    if args.size_limit:
+        from sim.size import check_simulated_cycles
+        try:
+            check_simulated_cycles(m, k, n, engine.mxu.rows, engine.mxu.cols, engine.mxu.stages)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     check_build_dir()
     try:
         toolchain.check_simulator(args.sim)

@@ -6,6 +6,7 @@ configuration."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from .errors import UsageError
@@ -35,17 +36,21 @@ RAW_BITS = {"bf16": "uint16", "fp8_e4m3fn": "uint8", "fp8_e5m2": "uint8", "int8"
 
 
 def stages_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer (MXU 1..9, MAC 0..9), not {text!r}") from None
+    value = _decimal(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"must be an integer (MXU 1..9, MAC 0..9), not {text!r}")
     return value
 
 
+def _decimal(text: str) -> int | None:
+    """A plain decimal integer (ASCII digits, optional sign), else None: Python's int() also takes
+    '4_0', ' 4' and full-width digits, which no one means on a command line."""
+    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else None
+
+
 def positive_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
+    value = _decimal(text)
+    if value is None:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
@@ -53,9 +58,8 @@ def positive_arg(text: str) -> int:
 
 
 def seed_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
+    value = _decimal(text)
+    if value is None:
         value = -1
     if not 0 <= value < 2**31:
         raise argparse.ArgumentTypeError(f"must be an integer from 0 to {2**31 - 1}, not {text!r}")
@@ -69,9 +73,8 @@ def out_dir_arg(text: str) -> Path:
 
 
 def engine_size_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
+    value = _decimal(text)
+    if value is None:
         value = 0
     if value not in ENGINE_SIZES:
         raise argparse.ArgumentTypeError(
@@ -108,9 +111,8 @@ MAX_VECTORS = 10_000_000
 
 def vectors_arg(text: str) -> int:
     """``--vectors``: 1 .. :data:`MAX_VECTORS`."""
-    try:
-        value = int(text)
-    except ValueError:
+    value = _decimal(text)
+    if value is None:
         value = 0
     if not 1 <= value <= MAX_VECTORS:
         raise argparse.ArgumentTypeError(f"must be a positive integer up to {MAX_VECTORS:,}, not {text!r}")
