@@ -32,11 +32,9 @@ def _check_regular_file(path: Path, where: str) -> None:
         raise UsageError(f"{where}: is not a regular file (a pipe, socket or device)")
 
 
-def npy_header(path: Path, what: str) -> tuple[tuple[int, ...], object]:
-    """(shape, dtype) from a .npy file's header alone, so a matrix's shape can be checked before its
-    data is read. UsageError for anything that is not a readable .npy file."""
-    import numpy as np
-
+def _read_npy(path: Path, what: str, read):
+    """Open a .npy file (regular files only) and return ``read(f)``; every failure is one
+    UsageError naming ``what`` and the path."""
     where = f"{what} {path}"
     _check_regular_file(path, where)
     try:
@@ -44,27 +42,39 @@ def npy_header(path: Path, what: str) -> tuple[tuple[int, ...], object]:
             if f.read(6) != b"\x93NUMPY":
                 raise UsageError(f"{where}: not a .npy file (write it with numpy.save)")
             f.seek(0)
-            major, _minor = np.lib.format.read_magic(f)
-            if major == 1:
-                shape, _fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            elif major in (2, 3):   # version 3 differs only in the header's text encoding
-                shape, _fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                raise ValueError(f"unknown .npy version {major}")
+            return read(f)
     except UsageError:
         raise
     except OSError as e:
         raise UsageError(f"{where}: cannot read: {e.strerror or e}") from None
+    except MemoryError:
+        raise UsageError(f"{where}: too large to load into this machine's memory") from None
     except ValueError as e:
         if "Object arrays" in str(e) or "pickle" in str(e):
             raise UsageError(f"{where}: holds Python objects (dtype object); save a numeric array") from None
         first = str(e).splitlines()[0] if str(e) else "malformed"
         raise UsageError(f"{where}: corrupt or truncated .npy file ({first})") from None
-    except Exception as e:  # numpy's header parser raises EOFError, SyntaxError...
+    except Exception as e:  # numpy's header parser raises EOFError, SyntaxError, tokenize errors...
         raise UsageError(f"{where}: corrupt or truncated .npy file ({type(e).__name__})") from None
+
+
+def npy_header(path: Path, what: str) -> tuple[tuple[int, ...], object]:
+    """(shape, dtype) from a .npy file's header alone, so a matrix's shape can be checked before its
+    data is read. UsageError for anything that is not a readable .npy file."""
+    import numpy as np
+
+    def header(f):
+        major, _minor = np.lib.format.read_magic(f)
+        if major == 1:
+            return np.lib.format.read_array_header_1_0(f)
+        if major in (2, 3):   # version 3 differs only in the header's text encoding
+            return np.lib.format.read_array_header_2_0(f)
+        raise ValueError(f"unknown .npy version {major}")
+
+    shape, _fortran, dtype = _read_npy(path, what, header)
     if dtype.hasobject:
-        raise UsageError(f"{where}: holds Python objects (dtype object); save a numeric array")
-    return tuple(int(d) for d in shape), dtype
+        raise UsageError(f"{what} {path}: holds Python objects (dtype object); save a numeric array")
+    return tuple(int(x) for x in shape), dtype
 
 
 def check_shape(shape, what: str, path: Path) -> None:
@@ -107,31 +117,7 @@ def load_npy(path: Path, what: str):
     :func:`npy_header` where the size matters."""
     import numpy as np
 
-    where = f"{what} {path}"
-    _check_regular_file(path, where)
-    try:
-        with open(path, "rb") as f:
-            if f.read(6) != b"\x93NUMPY":
-                raise UsageError(f"{where}: not a .npy file (write it with numpy.save)")
-            f.seek(0)
-            array = np.lib.format.read_array(f, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{where}: is a folder, not a .npy file") from None
-    except OSError as e:
-        raise UsageError(f"{where}: cannot read: {e.strerror or e}") from None
-    except ValueError as e:
-        if "Object arrays" in str(e) or "pickle" in str(e):
-            raise UsageError(f"{where}: holds Python objects (dtype object); save a numeric array") from None
-        first = str(e).splitlines()[0] if str(e) else "malformed"
-        raise UsageError(f"{where}: corrupt or truncated .npy file ({first})") from None
-    except UsageError:
-        raise
-    except MemoryError:
-        raise UsageError(f"{where}: too large to load into this machine's memory") from None
-    except Exception as e:  # numpy's header parser raises EOFError, SyntaxError, tokenize errors...
-        raise UsageError(f"{where}: corrupt or truncated .npy file ({type(e).__name__})") from None
+    array = _read_npy(path, what, lambda f: np.lib.format.read_array(f, allow_pickle=False))
     if array.dtype.byteorder not in ("=", "|") and array.dtype.kind in "fiu":
         array = array.astype(array.dtype.newbyteorder("="))
     # not np.ascontiguousarray: it returns at least 1-D, so a 0-d array would pass as shape (1,)

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from .errors import UsageError
 from .files import check_build_dir, check_out_dir, project_info, write_outputs
 from .options import (
     FMTS,
     SUBNORMALS,
+    add_config_options,
     add_size_limit_option,
     check_module_name,
     check_size,
     generate_params,
     out_dir_arg,
     positive_arg,
-    preset_names,
     stages_arg,
 )
 
@@ -40,10 +39,7 @@ def add_parser(sub) -> None:
                    help="ftz: flush subnormals to zero (default); ieee: gradual underflow")
     g.add_argument("--stages", type=stages_arg, default=None,
                    help="pipeline stages of each MAC in cycles: 1..9 for the MXU, 0..9 for a MAC (default 2)")
-    g.add_argument("--preset", default=None, metavar="NAME",
-                   help="named configuration: " + ", ".join(preset_names()))
-    g.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
-                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+    add_config_options(g)
     g.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
                    help="MXU without out__ready: the consumer takes every beat, the array never stalls and "
                         "has no clock enable (faster on FPGAs)")

@@ -163,6 +163,14 @@ def preset_names() -> list[str]:
 CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages", "backpressure")
 
 
+def add_config_options(p) -> None:
+    """``--preset`` and ``--config``, the configuration sources :func:`generate_params` merges."""
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="named configuration: " + ", ".join(preset_names()))
+    p.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+
+
 def generate_params(args, blocks: tuple[str, ...] = ("mxu", "mac")) -> dict:
     """Merge --preset, --config and explicit options (in that order of precedence, lowest first);
     ``blocks`` are the block names the command accepts."""

@@ -14,6 +14,7 @@ from .files import check_build_dir, check_out_dir, progress_enabled, write_outpu
 from .options import (
     FMTS,
     SUBNORMALS,
+    add_config_options,
     add_size_limit_option,
     check_module_name,
     check_size,
@@ -21,7 +22,6 @@ from .options import (
     generate_params,
     out_dir_arg,
     positive_arg,
-    preset_names,
     seed_arg,
     stages_arg,
 )
@@ -55,10 +55,7 @@ def add_parser(sub) -> None:
     s.add_argument("--stages", type=stages_arg, default=None,
                    help="pipeline stages of each MAC in cycles: 1..9 for the MXU and a PE, 0..9 for a MAC "
                         "(default 2)")
-    s.add_argument("--preset", default=None, metavar="NAME",
-                   help="named configuration: " + ", ".join(preset_names()))
-    s.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
-                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure")
+    add_config_options(s)
     s.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
                    help="MXU without out__ready (no clock enable to every register: the 8x8 bf16 array's "
                         "critical path with it; see README)")
