@@ -13,7 +13,8 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   weight tile ``B[kb*R:(kb+1)*R, nb*C:(nb+1)*C]`` streams the m-block's ``Mb`` activation rows
   through the MXU. The partial sums of (kb, g) re-enter the top of the array for
   (kb + 1, g) ``G * Mb`` beats later, so the K reduction is one sequential fp32 chain per element,
-  identical to ``verif.golden.matmul`` whatever R, C and the blocking (DESIGN.md, "Partial-sum chain").
+  identical to ``verif.golden.matmul`` whatever R, C and the blocking (the numerics contract: one
+  partial-sum chain per element, in k order).
 * **A loader** (AXI port ``mem_a``): reads the m-block's rows of A (``RB = ceil(K*ob/32)`` beats each)
   into one of two A banks (ping-pong: the next m-block loads while the current one computes). Each bank
   holds ``a_buffer_bytes``; one A row must fit, so ``K <= a_buffer_bytes / ob`` (register MAX_K).
@@ -21,8 +22,8 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   starts a k-block as soon as the passes holding it are stored: the GEMM's first tile waits for
   ``Mb * 2`` beats instead of ``Mb * RB``, and a block whose load is still running when the block
   before it ends (the memory is busy with weights too) starts as soon as its first k-blocks are in
-  (later blocks were once read whole, row by row; 8x8 256x256x8 then waited for A several hundred
-  cycles more, README "Measured"). When an A beat feeds
+  (a block read whole, row by row, would wait for all of its load while the weights share the
+  memory). When an A beat feeds
   fewer than 4 tile beats (``NB * CPW / NSUB < 4``, e.g. N <= C on an 8 x 8 bf16 array) the
   m-blocks *ramp*: the second block has the first block's cap, each later one ``max(1, cap / 2)``
   rows more (1.5 times, up to ``Mb``), so every block's A load fits under the compute of the block
@@ -34,9 +35,9 @@ Data flow (R x C array, operand bytes ``ob`` = 2 for bf16, 1 for fp8 / int8; a *
   x 32 bits (ping-pong by group). A group starts in a free bank, loaded with C0 (FLAGS.LOAD_C) or
   read as +0 by the first k-block. With C0 the first k-block may start once the C0 rows it feeds are
   stored (rows arrive in order); a C0 beat waits while the collector writes the same bank (one
-  write port). Measured: the demo's 360x64x32 with C0 on 8x8 + HBM 12,318 (18cbfcf) -> 12,109
-  (34a2cc1) cycles; on the ideal memory with K <= R (every row written twice in k-block 0) it can
-  cost (96x4x8 on 4x4, ``verif.engine_sim``: 366 at 18cbfcf -> 411 cycles).
+  write port). This hides the C0 load under the compute when the memory is the bound; on an ideal
+  memory with K <= R (every row written twice in k-block 0) the shared write port can cost cycles
+  instead.
 * **Feeder**: reads A (bank, row, k-block) and the accumulator entry and offers the activation beat
   ``{a, c, swap}`` to the MXU; a beat of k-block kb >= 1 waits until the output it continues has been
   written back into the accumulator (in steady state it never waits: ``G * Mb`` beats > the array
@@ -621,9 +622,9 @@ class GEMMEngine(wiring.Component):
         # ================= A loader =====================================================
         # Every m-block is read in *passes* of QF beats of every row (pass p: beats [p*QF,
         # (p+1)*QF) of rows 0..mb-1), so its first k-blocks can run after ~mb*QF beats instead of
-        # the whole block (mb*RB beats). (Later blocks were once read row by row, for long bursts in
-        # few open DRAM rows; with the weights sharing the memory that made a block wait for its
-        # whole load.)
+        # the whole block (mb*RB beats). (Reading a block row by row gives long bursts in few open
+        # DRAM rows, but with the weights sharing the memory it makes the block wait for its whole
+        # load.)
         ai = blocks("ai")
         sp_a = splitter("split_a", self.mem_a)
         ai_i = Signal(range(cfg.m_block + 1))
