@@ -68,9 +68,8 @@ def generation_estimate(rows: int, cols: int) -> SizeEstimate:
 
     check_int("rows", rows, 1)
     check_int("cols", cols, 1)
-    # the measured runs are square; a long row or column costs about what the square of its
-    # longer side does (1x256 took 23 s against 256x256's measured-trend 46 s), so that is the
-    # estimate: never below what a square array of the longer side costs
+    # the measured runs are square; a long row or column (C instances in one row module) costs
+    # more than its PE count says, so it is estimated as the square array of its longer side
     pes = max(rows, cols) ** 2
     points = [(side * side, s, mib) for side, s, mib in GENERATION_MEASURED]
     if pes <= points[0][0]:
