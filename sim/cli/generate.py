@@ -1,4 +1,5 @@
-"""``mxu generate``: the Verilog of an MXU (or a single MAC) and its JSON manifest."""
+"""``mxu generate``: the Verilog of an MXU (or a single MAC), its JSON manifest and, with
+``--fusesoc``, a FuseSoC core file for it (``sim.fusesoc``)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def add_parser(sub) -> None:
     g = sub.add_parser("generate", help="write Verilog plus a JSON manifest for an MXU (or a single MAC)",
                        description="Write <out>/<name>.v and <out>/<name>.json: every parameter, every port "
                                    "(direction, width in bits, meaning), the latency of each path in cycles "
-                                   "and the tool versions. Parameters come from --preset or --config, then "
-                                   "from the options given, which win.")
+                                   "and the tool versions; with --fusesoc also <out>/<name>.core, a FuseSoC "
+                                   "CAPI2 core of the Verilog, and <out>/<name>_lint_waivers.vlt for its lint "
+                                   "target. Parameters come from --preset or --config, then from the options "
+                                   "given, which win.")
     g.add_argument("--block", choices=["mxu", "mac"], default=None, help="block to generate (default: mxu)")
     g.add_argument("--rows", type=positive_arg, default=None,
                    help="MXU PE rows R (K extent of a weight tile; default 8)")
@@ -44,9 +47,12 @@ def add_parser(sub) -> None:
                    help="MXU without out__ready: the consumer takes every beat, the array never stalls and "
                         "has no clock enable (faster on FPGAs)")
     g.add_argument("--name", default=None, help="Verilog top module name (default: mxu or mac)")
+    g.add_argument("--fusesoc", action="store_true",
+                   help="also write <name>.core: a FuseSoC core (open-mxu:mxu:<name>) with targets default, lint "
+                        "(Verilator) and sim (Icarus)")
     add_size_limit_option(g, "generate")
     g.add_argument("-o", "--out", required=True, type=out_dir_arg,
-                   help="output folder (created; both files appear together or not at all)")
+                   help="output folder (created; its files appear together or not at all)")
 
 
 def run(args) -> int:
@@ -54,13 +60,15 @@ def run(args) -> int:
     from hw.arith import MAC, MACConfig
     from hw.generate import manifest, mxu_verilog
     from hw.mxu import MXU, MXUConfig
-    from sim import runner, toolchain
+    from sim import fusesoc, runner, toolchain
+    from sim.lint import WAIVER_FILE
 
     params = generate_params(args)
     block = params.pop("block")
     name = args.name or block
     check_module_name(name)
-    check_out_dir(args.out, [f"{name}.v", f"{name}.json"])  # before minutes of generation
+    core_files = [f"{name}.core", fusesoc.waiver_name(name)] if args.fusesoc else []
+    check_out_dir(args.out, [f"{name}.v", f"{name}.json", *core_files])  # before minutes of generation
     check_build_dir()
     t0 = time.perf_counter()
     try:
@@ -76,6 +84,12 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     if block == "mxu":
         check_size(cfg.rows, cfg.cols, args, simulated=False)
+    project = project_info()
+    if args.fusesoc:
+        try:
+            fusesoc.vlnv(name, project["version"])
+        except ValueError as e:
+            raise UsageError(f"--fusesoc: {e}") from None
     if block == "mac":
         verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
         comp = MAC(cfg)
@@ -98,9 +112,16 @@ def run(args) -> int:
     info = manifest(comp, cfg, name=name, latency_cycles=cfg.latency_cycles, meanings=comp.port_meanings(),
                     extra={"block": block, "latencies": latencies, "modules": modules,
                            "verilog": f"{name}.v", "verilog_bytes": verilog.stat().st_size,
-                           "project": project_info(), "tools": toolchain.tool_versions()})
-    write_outputs(args.out, {f"{name}.v": verilog, f"{name}.json": json.dumps(info, indent=2) + "\n"})
-    print(json.dumps({"verilog": str(args.out / f"{name}.v"), "manifest": str(args.out / f"{name}.json"),
-                      "block": block, "parameters": info["parameters"], "latency_cycles": cfg.latency_cycles,
-                      "wall_s": round(time.perf_counter() - t0, 2)}))
+                           "project": project, "tools": toolchain.tool_versions()})
+    files = {f"{name}.v": verilog, f"{name}.json": json.dumps(info, indent=2) + "\n"}
+    if args.fusesoc:   # the same all-or-nothing group as the Verilog and the manifest
+        files[f"{name}.core"] = fusesoc.core_text(name=name, version=project["version"], block=block,
+                                                  parameters=info["parameters"])
+        files[fusesoc.waiver_name(name)] = WAIVER_FILE
+    write_outputs(args.out, files)
+    summary = {"verilog": str(args.out / f"{name}.v"), "manifest": str(args.out / f"{name}.json")}
+    if args.fusesoc:
+        summary["core"] = str(args.out / f"{name}.core")
+    print(json.dumps({**summary, "block": block, "parameters": info["parameters"],
+                      "latency_cycles": cfg.latency_cycles, "wall_s": round(time.perf_counter() - t0, 2)}))
     return 0
