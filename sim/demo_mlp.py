@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -186,8 +186,11 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
                     title=f"held-out digits: RTL predictions ({cfg.fmt}, {cfg.rows}x{cfg.cols} MXU)")
     sim_version = toolchain.tool_versions().get("iverilog" if cfg.sim == "icarus" else cfg.sim, "")
     return {
-        "config": {**asdict(params), "sim": cfg.sim,
-                   "simulator_version": sim_version.split(";")[0]},
+        # The flat fields the summary line prints, then the whole engine configuration.
+        "config": {"rows": params.mxu.rows, "cols": params.mxu.cols, "fmt": params.mxu.fmt,
+                   "subnormals": params.mxu.subnormals, "stages": params.mxu.stages,
+                   "pseudo_channels": params.hbm.pseudo_channels, "sim": cfg.sim,
+                   "simulator_version": sim_version.split(";")[0], "engine": params.as_dict()},
         "model": {"layers": [64, cfg.hidden, 10], "activation": "relu", "trained_in": "float32",
                   "trainer": "sklearn.neural_network.MLPClassifier (adam)", "seed": cfg.seed,
                   **train_info, "train_s": round(train_s, 2)},

@@ -115,3 +115,35 @@ def test_generate_without_backpressure(tmp_path):
     assert r.stderr.strip() == ("mxu: error: backpressure does not apply to block mac (from --no-backpressure, "
                                 "--preset or --config)")
     assert not (tmp_path / "m").exists()
+
+
+def test_demo_summary_with_a_golden_stand_in_for_the_rtl(tmp_path, monkeypatch, capsys):
+    """`mxu demo` end to end but for the simulator (run_gemms replaced by the golden model): the
+    summary prints, summary.json holds the flat engine fields and the whole configuration. The
+    failing input: `mxu demo` with the defaults crashed with KeyError 'fmt' after both simulations
+    when the summary's config became the nested EngineConfig."""
+    import numpy as np
+
+    import sim.gemm
+    from verif.golden import matmul
+
+    def run(jobs, params, **kwargs):
+        out = []
+        for job in jobs:
+            ref = matmul(job.a, job.b, job.c, fmt=params.mxu.fmt, subnormals=params.mxu.subnormals)
+            out.append(sim.gemm.GemmResult(ref, ref.view(np.uint32).copy(), 1000, 2))
+        return out, {"sim_cycles": 2000, "wall_s": 1.0, "build_s": 0.0, "sim_wall_s": 1.0, "cycles_per_s": 2000.0}
+
+    monkeypatch.setattr(sim.gemm, "run_gemms", run)
+    monkeypatch.setenv("MXU_PROGRESS", "0")
+    assert main(["demo", "-o", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert ("  engine        8x8 MXU, bf16 x bf16 -> fp32 accumulate, subnormals=ftz, stages=2, "
+            "2 HBM pseudo-channels") in out
+    assert "  result        PASS: bit-exact" in out
+    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    c = summary["config"]
+    assert (c["rows"], c["cols"], c["fmt"], c["subnormals"], c["stages"], c["pseudo_channels"]) == (
+        8, 8, "bf16", "ftz", 2, 2)
+    assert c["engine"]["mxu"]["rows"] == 8 and c["engine"]["hbm"]["pseudo_channels"] == 2
+    assert (tmp_path / "demo" / "digits.png").stat().st_size > 0
