@@ -4,7 +4,8 @@
 #                pyproject.toml changes; otherwise a no-op)
 #   make test    run the test suite on 2 workers; extra pytest arguments: PYTEST_ARGS='-k adder'
 #   make quick   the tests that need no simulator (about a minute)
-#   make lint    ruff (pyflakes, pycodestyle, import order, bugbear, pyupgrade; pyproject.toml)
+#   make lint    ruff check (pyflakes, pycodestyle, import order, bugbear, pyupgrade)
+#   make docs    the Sphinx manual into build/docs/html (warnings are errors)
 #   make soak    the same as test with the long randomized soak tests enabled
 #   make demo    run `mxu demo`
 #   make clean   remove build products and caches (keeps .venv)
@@ -15,7 +16,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv test quick lint soak demo clean
+.PHONY: venv test quick lint docs soak demo clean
 
 venv: $(STAMP)
 
@@ -32,6 +33,9 @@ quick: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+
+docs: venv
+	$(VENV_PY) -m sphinx -W --keep-going -q -b html docs build/docs/html
 
 soak: venv
 	$(VENV_PY) -m pytest -n 2 --soak tests/ $(PYTEST_ARGS)

@@ -8,12 +8,13 @@
 * ``ideal_skinny``: the same for 256x256x8 (the shape slower than SCALE-Sim with the HBM; ~10 min).
 
 Writes ``bench/results/gemm_overheads.json`` (merged per mode) and prints the numbers.
-Usage: ``.venv/bin/python bench/gemm_overheads.py [steady] [ideal] [ideal_skinny]`` (default: the
+Usage: ``python -m bench.gemm_overheads [steady] [ideal] [ideal_skinny]`` (default: the
 first two).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -73,10 +74,15 @@ def ideal_skinny() -> dict:
 
 
 def main(argv: list[str]) -> int:
-    modes = argv or ["steady", "ideal"]
+    runs = {"steady": steady, "ideal": ideal, "ideal_skinny": ideal_skinny}
+    ap = argparse.ArgumentParser(prog="python -m bench.gemm_overheads", description=__doc__.split("\n\n")[0])
+    ap.add_argument("modes", nargs="*", metavar="MODE", help=f"one of {', '.join(runs)} (default: steady ideal)")
+    modes = ap.parse_args(argv).modes or ["steady", "ideal"]
+    for mode in modes:
+        if mode not in runs:
+            ap.error(f"MODE must be one of {', '.join(runs)}; got {mode!r}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    runs = {"steady": steady, "ideal": ideal, "ideal_skinny": ideal_skinny}
     results = {mode: {"commit": commit, **runs[mode]()} for mode in modes}
     data = json.loads(OUT.read_text()) if OUT.is_file() else {}  # read late: another mode may have run
     data.update(results)

@@ -70,7 +70,7 @@ def _verilog(block: str, cfg):
 
 
 def _summary(rep: dict) -> dict:
-    """The figures the README tables use, from one run_flow report."""
+    """The figures the tables use, from one run_flow report."""
     cells = rep["cells"]
     util = rep.get("utilization", {})
     f = rep["fmax"][0] if rep.get("fmax") else {}
@@ -311,7 +311,7 @@ def section_largest(res: Results, targets, fmts, timeout, max_confirm):
 
 
 def stages_table(recs) -> str:
-    """The README's per-depth table (markdown) from the ``stages`` records: one row per block, format
+    """A per-depth table (markdown) from the ``stages`` records: one row per block, format
     and depth, Yosys cells of the block, placed LUT4 sites and Fmax per ECP5 part."""
     def fmt_mhz(r):
         if r is None or r.get("status") != "ok" or r.get("achieved_mhz") is None:

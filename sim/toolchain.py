@@ -14,7 +14,7 @@ Two simulators are supported:
     (Debian package ``iverilog``).
 
 :func:`simulator_env` builds the environment dict every simulator subprocess gets; it is the
-single place where the measured toolchain fixes live (see "Toolchain notes" in README.md).
+single place where the measured toolchain fixes live (see "Toolchain notes" in docs/contributing.md).
 """
 
 from __future__ import annotations

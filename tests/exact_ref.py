@@ -1,4 +1,4 @@
-"""Exact, independent reference for the MXU numerics contract (README.md, "Numerics").
+"""Exact, independent reference for the MXU numerics contract (docs/numerics.md).
 
 Everything here is written from the IEEE 754 rules with ``fractions.Fraction`` and Python integers.
 No numpy float arithmetic or casting is used, so the reference shares no code path with the golden model

@@ -1,7 +1,7 @@
 """Control/status registers of the GEMM engine on an AXI4-Lite slave.
 
 Register map (32-bit registers, byte addresses; ``REGISTERS`` below is the single source of it; the
-README table is generated from the same list by ``register_table_markdown``):
+manual's register map is generated from the same list by ``register_table_markdown``):
 
 Writes take effect when both AW and W have been received (WSTRB is honoured per byte); reads return
 the register value one cycle after AR. An address outside the map reads 0 and ignores writes, with
@@ -90,10 +90,14 @@ def axi4lite_signature(addr_bits: int = 7) -> wiring.Signature:
 
 
 def register_table_markdown() -> str:
+    """The register map as a Markdown table (offset, name, access, reset, fields): the manual's.
+
+    ``|`` and ``*`` in the field text are escaped so Markdown shows them as written."""
     lines = ["| offset | name | access | reset | fields |", "|---|---|---|---|---|"]
     for r in REGISTERS:
+        fields = r.fields.replace("|", "\\|").replace("*", "\\*")
         lines.append(f"| 0x{r.offset:02X} | {r.name} | {r.access} | "
-                     f"{'configuration' if r.name in ('CONFIG', 'MAX_K') else hex(r.reset)} | {r.fields} |")
+                     f"{'configuration' if r.name in ('CONFIG', 'MAX_K') else hex(r.reset)} | {fields} |")
     return "\n".join(lines)
 
 

@@ -57,7 +57,8 @@ pseudo_channels, cycles (engine cycles, start to done), predicted_cycles (the ar
 always-ready streams, verif.cycles.gemm_cycles), engine_model_cycles (the array alone on the
 engine's own blocking of M into m-blocks, verif.cycles.engine_array_cycles), ideal_cycles
 (M*K*N/(R*C)), scalesim_cycles (SCALE-Sim v2 weight-stationary), utilization (ideal/cycles), perf
-(the engine's PERF_ counters), status (the engine's STATUS register: 2 = DONE with no error),
+(the engine's performance counters PERF_FEED .. PERF_DRAIN), status (the engine's STATUS register:
+2 = DONE with no error),
 engine_error (null, or the error it reports), bitexact, mismatches, build_s, sim_cycles_per_s,
 wall_s, output.
 

@@ -58,7 +58,7 @@ def add_parser(sub) -> None:
     add_config_options(s)
     s.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
                    help="MXU without out__ready (no clock enable to every register: the 8x8 bf16 array's "
-                        "critical path with it; see README)")
+                        "critical path with it; see the manual's FPGA pages)")
     s.add_argument("--freq", type=freq_mhz_arg, default=None, metavar="MHZ",
                    help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
                         "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")

@@ -1,7 +1,7 @@
 """Golden numerics: host conversions into the input formats and the fused bf16 MAC.
 
-Everything here is vectorized numpy and bit-exact with the RTL. The rules (README.md, "Numerics
-contract"):
+Everything here is vectorized numpy and bit-exact with the RTL. The rules (docs/numerics.md, the
+bit-exact contract):
 
 * A MAC is ``acc <- RNE_fp32(acc + a*b)``: the product of two bf16 values is exact (8 x 8-bit
   significands, 16 bits, exponent range [-266, 255], held exactly in float64) and the sum is rounded
