@@ -4,7 +4,8 @@
 #                pyproject.toml changes; otherwise a no-op)
 #   make test    run the test suite on 2 workers; extra pytest arguments: PYTEST_ARGS='-k adder'
 #   make quick   the tests that need no simulator (about a minute)
-#   make lint    ruff check (pyflakes, pycodestyle, import order, bugbear, pyupgrade)
+#   make lint    ruff check (pyflakes, pycodestyle, import order, bugbear, pyupgrade) and ruff format
+#                --check (tests, bench, docs; pyproject.toml says why not hw/verif/sim)
 #   make docs    the Sphinx manual into build/docs/html (warnings are errors)
 #   make soak    the same as test with the long randomized soak tests enabled
 #   make demo    run `mxu demo`
@@ -33,6 +34,7 @@ quick: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 docs: venv
 	$(VENV_PY) -m sphinx -W --keep-going -q -b html docs build/docs/html

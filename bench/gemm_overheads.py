@@ -31,13 +31,16 @@ STEADY = [(64, 64, 64), (128, 64, 64), (256, 64, 64), (128, 128, 128), (256, 128
 
 
 def _data(rng, m, k, n):
-    return (to_format(rng.standard_normal((m, k)).astype(np.float32), "bf16"),
-            to_format(rng.standard_normal((k, n)).astype(np.float32), "bf16"))
+    return (
+        to_format(rng.standard_normal((m, k)).astype(np.float32), "bf16"),
+        to_format(rng.standard_normal((k, n)).astype(np.float32), "bf16"),
+    )
 
 
 def steady() -> dict:
     from hw.engine import EngineConfig
     from sim.gemm import GemmJob, run_gemms
+
     rng = np.random.default_rng(5)
     jobs = [GemmJob(*_data(rng, *s)) for s in STEADY]
     results, _ = run_gemms(jobs, EngineConfig(), progress=False)
@@ -49,20 +52,31 @@ def steady() -> dict:
     for a, b in ((0, 1), (1, 2), (3, 4)):
         x, y = rows[a], rows[b]
         extra_ideal = (y["m"] - x["m"]) * x["k"] * x["n"] / 64
-        marginal.append({"from": [x["m"], x["k"], x["n"]], "to": [y["m"], y["k"], y["n"]],
-                         "extra_cycles": y["cycles"] - x["cycles"],
-                         "utilization": extra_ideal / (y["cycles"] - x["cycles"])})
+        marginal.append(
+            {
+                "from": [x["m"], x["k"], x["n"]],
+                "to": [y["m"], y["k"], y["n"]],
+                "extra_cycles": y["cycles"] - x["cycles"],
+                "utilization": extra_ideal / (y["cycles"] - x["cycles"]),
+            }
+        )
     return {"runs": rows, "marginal": marginal}
 
 
 def _ideal(m, k, n) -> dict:
     from hw.engine import EngineConfig
     from verif.engine_sim import run_engine_amaranth
+
     rng = np.random.default_rng(1)
     a, b = _data(rng, m, k, n)
     r = run_engine_amaranth(EngineConfig(), [{"a": a, "b": b}])[0]
-    return {"m": m, "k": k, "n": n, "cycles": r["cycles"],
-            "bitexact": bool(np.array_equal(matmul(a, b).view(np.uint32), r["d"]))}
+    return {
+        "m": m,
+        "k": k,
+        "n": n,
+        "cycles": r["cycles"],
+        "bitexact": bool(np.array_equal(matmul(a, b).view(np.uint32), r["d"])),
+    }
 
 
 def ideal() -> dict:
@@ -81,8 +95,9 @@ def main(argv: list[str]) -> int:
     for mode in modes:
         if mode not in runs:
             ap.error(f"MODE must be one of {', '.join(runs)}; got {mode!r}")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     results = {mode: {"commit": commit, **runs[mode]()} for mode in modes}
     data = json.loads(OUT.read_text()) if OUT.is_file() else {}  # read late: another mode may have run
     data.update(results)

@@ -52,11 +52,15 @@ def reduce_trace(cmds: np.ndarray, samples: np.ndarray, pseudo_channels: int) ->
     per_pc = []
     for pc in range(pseudo_channels):
         x = cmds[cmds[:, 1] == pc]
-        per_pc.append({"act": int((x[:, 2] == RowCmd.ACT.value).sum()),
-                       "pre": int(((x[:, 2] == RowCmd.PRE.value) | (x[:, 2] == RowCmd.PREA.value)).sum()),
-                       "ref": int((x[:, 2] == RowCmd.REF.value).sum()),
-                       "rd": int((x[:, 3] == ColCmd.RD.value).sum()),
-                       "wr": int((x[:, 3] == ColCmd.WR.value).sum())})
+        per_pc.append(
+            {
+                "act": int((x[:, 2] == RowCmd.ACT.value).sum()),
+                "pre": int(((x[:, 2] == RowCmd.PRE.value) | (x[:, 2] == RowCmd.PREA.value)).sum()),
+                "ref": int((x[:, 2] == RowCmd.REF.value).sum()),
+                "rd": int((x[:, 3] == ColCmd.RD.value).sum()),
+                "wr": int((x[:, 3] == ColCmd.WR.value).sum()),
+            }
+        )
     rd_cycles = cmds[cmds[:, 3] == ColCmd.RD.value, 0]
     a_beats = samples[samples[:, S_A_RVALID] != 0, S_CYCLE]
     if not len(rd_cycles) or not len(a_beats):
@@ -64,11 +68,16 @@ def reduce_trace(cmds: np.ndarray, samples: np.ndarray, pseudo_channels: int) ->
     first, last = int(rd_cycles.min()), int(a_beats.max())
     span = max(1, last - first)
     in_span = (samples[:, S_CYCLE] >= first) & (samples[:, S_CYCLE] <= last)
-    return {"per_pseudo_channel": per_pc, "first_rd_cycle": first, "last_a_beat_cycle": last,
-            "rd_bursts_in_span": int(((rd_cycles >= first) & (rd_cycles <= last)).sum()),
-            "rd_bursts_per_cycle": round(float(((rd_cycles >= first) & (rd_cycles <= last)).sum()) / span, 4),
-            "a_beats_per_cycle": round(len(a_beats) / span, 4),
-            "a_arvalid_cycles_in_span": int(samples[in_span, S_A_ARVALID].sum()), "span_cycles": span}
+    return {
+        "per_pseudo_channel": per_pc,
+        "first_rd_cycle": first,
+        "last_a_beat_cycle": last,
+        "rd_bursts_in_span": int(((rd_cycles >= first) & (rd_cycles <= last)).sum()),
+        "rd_bursts_per_cycle": round(float(((rd_cycles >= first) & (rd_cycles <= last)).sum()) / span, 4),
+        "a_beats_per_cycle": round(len(a_beats) / span, 4),
+        "a_arvalid_cycles_in_span": int(samples[in_span, S_A_ARVALID].sum()),
+        "span_cycles": span,
+    }
 
 
 def main(argv=None) -> int:
@@ -92,12 +101,27 @@ def main(argv=None) -> int:
         counts = reduce_trace(t["cmds"], t["samples"], args.pseudo_channels)
     res = results[0]
     error = engine_error(res.status)
-    bad = (compare_bits(result_bits(res.bits, "fp32"), expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz"))
-           if error is None else None)
+    bad = (
+        compare_bits(result_bits(res.bits, "fp32"), expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz"))
+        if error is None
+        else None
+    )
     m, k, n = shape
-    report = {"benchmark": "bench/gemm_trace.py", "git_commit": commit, "seed": SEED, "array": f"{rows}x{cols}",
-              "pseudo_channels": args.pseudo_channels, "m": m, "k": k, "n": n, "cycles": int(res.cycles),
-              "perf": res.perf, "engine_error": error, "bitexact": bad is not None and not bad, **counts}
+    report = {
+        "benchmark": "bench/gemm_trace.py",
+        "git_commit": commit,
+        "seed": SEED,
+        "array": f"{rows}x{cols}",
+        "pseudo_channels": args.pseudo_channels,
+        "m": m,
+        "k": k,
+        "n": n,
+        "cycles": int(res.cycles),
+        "perf": res.perf,
+        "engine_error": error,
+        "bitexact": bad is not None and not bad,
+        **counts,
+    }
     out = args.out or ROOT / "bench" / "results" / f"gemm_trace_{rows}x{cols}_{args.pseudo_channels}pc_{m}x{k}x{n}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

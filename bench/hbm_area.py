@@ -42,13 +42,24 @@ def synth_ecp5(verilog: Path, top: str, work: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--depths", default="8,16", help="comma list of queue depths to synthesize")
-    ap.add_argument("--emulated-rows", type=int, default=4,
-                    help="rows per bank stored by the BRAM emulator in the controller + emulator record")
-    ap.add_argument("--place", default=None, help="also place and route controller + emulator on this "
-                    "mxu synth target (e.g. ecp5-85k)")
+    ap.add_argument(
+        "--emulated-rows",
+        type=int,
+        default=4,
+        help="rows per bank stored by the BRAM emulator in the controller + emulator record",
+    )
+    ap.add_argument(
+        "--place",
+        default=None,
+        help="also place and route controller + emulator on this mxu synth target (e.g. ecp5-85k)",
+    )
     ap.add_argument("--freq", type=float, default=100.0, help="requested clock for --place, MHz")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_area.json",
-                    help="JSON output (default bench/results/hbm_area.json)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "bench" / "results" / "hbm_area.json",
+        help="JSON output (default bench/results/hbm_area.json)",
+    )
     args = ap.parse_args(argv)
     records = []
     for depth in (int(d) for d in args.depths.split(",")):
@@ -56,8 +67,13 @@ def main(argv=None) -> int:
         verilog = generate_verilog(lambda cfg=cfg: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
         t0 = time.perf_counter()
         cells = synth_ecp5(verilog, "hbm_pc", ROOT / "build" / "bench" / "hbm_area" / f"q{depth}")
-        rec = {"queue_depth": depth, "timing": "dramsim3_hbm2", **cells,
-               "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
+        rec = {
+            "queue_depth": depth,
+            "timing": "dramsim3_hbm2",
+            **cells,
+            "verilog_bytes": verilog.stat().st_size,
+            "synth_s": round(time.perf_counter() - t0, 1),
+        }
         print(json.dumps(rec), flush=True)
         records.append(rec)
     cfg = HBMConfig(pseudo_channels=1, queue_depth=16)
@@ -83,17 +99,34 @@ def main(argv=None) -> int:
     verilog = generate_verilog(WithEmulator, name="hbm_pc_emu", key=(cfg, rows))
     t0 = time.perf_counter()
     cells = synth_ecp5(verilog, "hbm_pc_emu", ROOT / "build" / "bench" / "hbm_area" / f"emu{rows}")
-    rec = {"queue_depth": 16, "timing": "dramsim3_hbm2", "with_bram_emulator": True, "emulated_rows": rows,
-           "emulated_bytes": cfg.banks * rows * cfg.columns * cfg.burst_bytes, **cells,
-           "verilog_bytes": verilog.stat().st_size, "synth_s": round(time.perf_counter() - t0, 1)}
+    rec = {
+        "queue_depth": 16,
+        "timing": "dramsim3_hbm2",
+        "with_bram_emulator": True,
+        "emulated_rows": rows,
+        "emulated_bytes": cfg.banks * rows * cfg.columns * cfg.burst_bytes,
+        **cells,
+        "verilog_bytes": verilog.stat().st_size,
+        "synth_s": round(time.perf_counter() - t0, 1),
+    }
     if args.place:
         from sim import synth
+
         t0 = time.perf_counter()
-        report = synth.run_flow(verilog, "hbm_pc_emu", args.place,
-                                ROOT / "build" / "bench" / "hbm_area" / f"place-{args.place}",
-                                freq_mhz=args.freq, block={"hbm_pc_emu": str((cfg.queue_depth, rows))})
-        rec["placed"] = {"target": args.place, "requested_mhz": args.freq,
-                         "report": report, "wall_s": round(time.perf_counter() - t0, 1)}
+        report = synth.run_flow(
+            verilog,
+            "hbm_pc_emu",
+            args.place,
+            ROOT / "build" / "bench" / "hbm_area" / f"place-{args.place}",
+            freq_mhz=args.freq,
+            block={"hbm_pc_emu": str((cfg.queue_depth, rows))},
+        )
+        rec["placed"] = {
+            "target": args.place,
+            "requested_mhz": args.freq,
+            "report": report,
+            "wall_s": round(time.perf_counter() - t0, 1),
+        }
         print(synth.format_report(report), flush=True)
     print(json.dumps({k: v for k, v in rec.items() if k != "placed"}), flush=True)
     records.append(rec)

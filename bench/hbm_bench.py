@@ -63,8 +63,10 @@ UNLOADED = {"unloaded_mix"}
 def bound(name: str, cfg: HBMConfig) -> float | None:
     t, bc = cfg.timing, cfg.timing.burst_cycles
     refresh = 1 - t.tRFC / t.tREFI
-    act_limited = lambda per_act: min(1.0, 4 * per_act / t.tFAW, per_act / t.tRRD_S,  # noqa: E731
-                                      cfg.banks * per_act / t.tRC)
+
+    def act_limited(per_act):
+        return min(1.0, 4 * per_act / t.tFAW, per_act / t.tRRD_S, cfg.banks * per_act / t.tRC)
+
     if name.startswith("sequential"):
         return refresh
     if name == "random_32B_read":
@@ -80,13 +82,18 @@ def bound(name: str, cfg: HBMConfig) -> float | None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--timings", default="dramsim3_hbm2,ramulator2_hbm2",
-                    help="comma list of hw.hbm.config.TIMING_PRESETS keys")
+    ap.add_argument(
+        "--timings", default="dramsim3_hbm2,ramulator2_hbm2", help="comma list of hw.hbm.config.TIMING_PRESETS keys"
+    )
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every request count")
     ap.add_argument("--seed", type=int, default=1, help="traffic generator seed")
     ap.add_argument("--scenarios", default=None, help="comma list (default: all)")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hbm_bench.json",
-                    help="JSON output (default bench/results/hbm_bench.json)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "bench" / "results" / "hbm_bench.json",
+        help="JSON output (default bench/results/hbm_bench.json)",
+    )
     args = ap.parse_args(argv)
     records = []
     work = ROOT / "build" / "bench" / "hbm"
@@ -98,11 +105,21 @@ def main(argv=None) -> int:
             if args.scenarios and name not in args.scenarios.split(","):
                 continue
             report = work / f"{tname}-{name}.json"
-            conf = {"config": cfg.as_dict(), "seed": args.seed, "traffic": traffic, "max_cycles": 2_000_000,
-                    "max_outstanding": 1 if name in UNLOADED else None}
+            conf = {
+                "config": cfg.as_dict(),
+                "seed": args.seed,
+                "traffic": traffic,
+                "max_cycles": 2_000_000,
+                "max_outstanding": 1 if name in UNLOADED else None,
+            }
             t0 = time.perf_counter()
-            result = run_cocotb([verilog], "hbm_pc", "verif.tb.hbm_tb", simulator="verilator",
-                                env={"HBM_TB_CONFIG": json.dumps(conf), "HBM_TB_REPORT": str(report)})
+            result = run_cocotb(
+                [verilog],
+                "hbm_pc",
+                "verif.tb.hbm_tb",
+                simulator="verilator",
+                env={"HBM_TB_CONFIG": json.dumps(conf), "HBM_TB_REPORT": str(report)},
+            )
             if result.failed or not result.passed:
                 print(result.log_tail(), file=sys.stderr)
                 return 1
@@ -114,18 +131,31 @@ def main(argv=None) -> int:
             debt = max(0, s["cycles"] // t.tREFI - s["refreshes"])
             adjusted = s["data_busy_cycles"] / (s["span_cycles"] + debt * t.tRFC)
             rec = {
-                "timing": tname, "scenario": name, "requests": s["requests"], "cycles": s["cycles"],
-                "efficiency": round(s["efficiency"], 4), "refresh_debt_at_end": debt,
-                "efficiency_debt_charged": round(adjusted, 4), "bound": None if b is None else round(b, 4),
+                "timing": tname,
+                "scenario": name,
+                "requests": s["requests"],
+                "cycles": s["cycles"],
+                "efficiency": round(s["efficiency"], 4),
+                "refresh_debt_at_end": debt,
+                "efficiency_debt_charged": round(adjusted, 4),
+                "bound": None if b is None else round(b, 4),
                 "of_bound": None if b is None else round(adjusted / b, 4),
-                "row_hit_rate": round(s["row_hit_rate"], 4), "latency_cycles": s["latency_cycles"],
-                "refreshes": s["refreshes"], "max_refresh_owed": s["max_refresh_owed"],
+                "row_hit_rate": round(s["row_hit_rate"], 4),
+                "latency_cycles": s["latency_cycles"],
+                "refreshes": s["refreshes"],
+                "max_refresh_owed": s["max_refresh_owed"],
                 "worst_refresh_gap_cycles": s["worst_refresh_gap_cycles"],
-                "sim_cycles_per_s": round(s["cycles_per_s"]), "wall_s": round(time.perf_counter() - t0, 1),
-                "config": {"queue_depth": cfg.queue_depth, "banks": cfg.banks, "rows": cfg.rows,
-                           "columns": cfg.columns, "page_policy": cfg.page_policy,
-                           "max_refresh_postpone": cfg.max_refresh_postpone,
-                           "age_cap_cycles": cfg.age_cap_cycles},
+                "sim_cycles_per_s": round(s["cycles_per_s"]),
+                "wall_s": round(time.perf_counter() - t0, 1),
+                "config": {
+                    "queue_depth": cfg.queue_depth,
+                    "banks": cfg.banks,
+                    "rows": cfg.rows,
+                    "columns": cfg.columns,
+                    "page_policy": cfg.page_policy,
+                    "max_refresh_postpone": cfg.max_refresh_postpone,
+                    "age_cap_cycles": cfg.age_cap_cycles,
+                },
             }
             print(json.dumps({k: v for k, v in rec.items() if k not in ("latency_cycles", "config")}), flush=True)
             records.append(rec)

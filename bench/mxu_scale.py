@@ -60,12 +60,27 @@ def bench_sim(n: int, simulator: str, tiles: list[int]):
     shutil.rmtree(build_dir, ignore_errors=True)  # a cold build
     env = {"MXU_TB_CONFIG": json.dumps({**cfg.as_dict(), "seed": 1, "tiles": tiles, "specials": 0.0})}
     args = ["--hierarchical"] if simulator == "verilator" else []
-    res = run_cocotb([verilog], "mxu", "verif.tb.mxu_tb", simulator=simulator, env=env, build_dir=build_dir,
-                     build_args=args, testcase="tiles_back_to_back")
+    res = run_cocotb(
+        [verilog],
+        "mxu",
+        "verif.tb.mxu_tb",
+        simulator=simulator,
+        env=env,
+        build_dir=build_dir,
+        build_args=args,
+        testcase="tiles_back_to_back",
+    )
     cycles = mxu_schedule(n, n, 2, tiles).total_cycles
-    rec = {"size": n, "simulator": simulator, "build_s": round(res.build_s, 1), "cycles": cycles,
-           "test_s": round(res.test_s, 2), "cycles_per_s": round(cycles / res.test_s), "passed": res.passed,
-           "failed": res.failed}
+    rec = {
+        "size": n,
+        "simulator": simulator,
+        "build_s": round(res.build_s, 1),
+        "cycles": cycles,
+        "test_s": round(res.test_s, 2),
+        "cycles_per_s": round(cycles / res.test_s),
+        "passed": res.passed,
+        "failed": res.failed,
+    }
     print(json.dumps(rec), flush=True)
     return rec
 
@@ -96,8 +111,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mxu_scale.json")
     args = ap.parse_args(argv)
     from sim import toolchain
-    result = {"versions": toolchain.tool_versions(),
-              "generation": bench_generation([int(s) for s in args.sizes.split(",")])}
+
+    result = {
+        "versions": toolchain.tool_versions(),
+        "generation": bench_generation([int(s) for s in args.sizes.split(",")]),
+    }
     result["lint"] = [bench_lint(int(n)) for n in args.lint_sizes.split(",") if n]
     if not args.skip_sim:
         result["verilator_build"] = [bench_sim(n, "verilator", [4]) for n in (8, 16)]

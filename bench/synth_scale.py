@@ -75,41 +75,68 @@ def _summary(rep: dict) -> dict:
     util = rep.get("utilization", {})
     f = rep["fmax"][0] if rep.get("fmax") else {}
     out = {
-        "block_cells": cells["block"], "wrapper_cells": cells["wrapper"], "total_cells": cells["total"],
+        "block_cells": cells["block"],
+        "wrapper_cells": cells["wrapper"],
+        "total_cells": cells["total"],
         "placed": rep["placed"],
-        "utilization": {k: {"used": v["used"], "available": v["available"], "percent": v["percent"]}
-                        for k, v in util.items()},
+        "utilization": {
+            k: {"used": v["used"], "available": v["available"], "percent": v["percent"]} for k, v in util.items()
+        },
         "requested_mhz": rep["requested_mhz"],
         "achieved_mhz": f.get("achieved_mhz"),
         "achieved_mhz_without_dsp_paths": f.get("achieved_mhz_without_dsp_paths"),
-        "met": f.get("met"), "critical_path": f.get("critical_path"), "wall_s": rep["wall_s"],
+        "met": f.get("met"),
+        "critical_path": f.get("critical_path"),
+        "wall_s": rep["wall_s"],
     }
     return out
 
 
-def flow(tag: str, block: str, cfg, target: str, *, freq=100.0, place=True, flatten=True, dsp=True,
-         pnr_timeout_s=None) -> dict:
+def flow(
+    tag: str, block: str, cfg, target: str, *, freq=100.0, place=True, flatten=True, dsp=True, pnr_timeout_s=None
+) -> dict:
     """One run; never raises for a design that does not fit or a tool failure: the record says so."""
     verilog, top = _verilog(block, cfg)
     work = WORK / tag
     shutil.rmtree(work, ignore_errors=True)
     params = {"block": block, **cfg.__dict__}
-    rec = {"tag": tag, "target": target, "params": params, "dsp": dsp, "flatten": flatten,
-           "widelut": False}  # sim.synth default: synth_ecp5 -nowidelut
+    rec = {
+        "tag": tag,
+        "target": target,
+        "params": params,
+        "dsp": dsp,
+        "flatten": flatten,
+        "widelut": False,
+    }  # sim.synth default: synth_ecp5 -nowidelut
     t0 = time.perf_counter()
     log(f"{tag}: {block} {params} on {target} (place={place}, flatten={flatten}, dsp={dsp})")
     try:
-        rep = synth.run_flow(verilog, top, target, work, freq_mhz=freq, place=place, flatten=flatten, dsp=dsp,
-                             block=params, pnr_timeout_s=pnr_timeout_s)
+        rep = synth.run_flow(
+            verilog,
+            top,
+            target,
+            work,
+            freq_mhz=freq,
+            place=place,
+            flatten=flatten,
+            dsp=dsp,
+            block=params,
+            pnr_timeout_s=pnr_timeout_s,
+        )
         rec.update(status="ok", **_summary(rep))
     except synth.DoesNotFit as e:
         rec.update(status="does_not_fit", message=str(e))
     except synth.SynthError as e:
         rec.update(status="tool_failed", message=str(e))
     rec["run_s"] = round(time.perf_counter() - t0, 1)
-    log(f"{tag}: {rec['status']} in {rec['run_s']} s; "
-        + (f"block LUT4 {rec['block_cells']['lut4']}, Fmax {rec['achieved_mhz']}" if rec["status"] == "ok"
-           else rec.get("message", "")))
+    log(
+        f"{tag}: {rec['status']} in {rec['run_s']} s; "
+        + (
+            f"block LUT4 {rec['block_cells']['lut4']}, Fmax {rec['achieved_mhz']}"
+            if rec["status"] == "ok"
+            else rec.get("message", "")
+        )
+    )
     return rec
 
 
@@ -126,8 +153,10 @@ class Results:
 
     def save(self):
         self.data["tools"] = synth.synth_tool_versions()
-        self.data["machine"] = ("2-core shared machine (another engineer ran simulations at the same time); "
-                                "YoWASP (WebAssembly) builds of Yosys and nextpnr, one flow at a time, niced")
+        self.data["machine"] = (
+            "2-core shared machine (another engineer ran simulations at the same time); "
+            "YoWASP (WebAssembly) builds of Yosys and nextpnr, one flow at a time, niced"
+        )
         disk = json.loads(self.path.read_text()) if self.path.is_file() else {}
         for key, value in self.data.items():
             if key not in self._loaded or self._loaded[key] != value:
@@ -146,7 +175,7 @@ def section_stages(res: Results, targets, fmts=("bf16", "int8"), depths=None):
     def redo(r):
         return r["target"] in targets and r["params"]["fmt"] in fmts and r["params"]["stages"] in depths
 
-    recs = [r for r in res.data.get("stages", []) if not redo(r)]   # keep the others' records
+    recs = [r for r in res.data.get("stages", []) if not redo(r)]  # keep the others' records
     for target in targets:
         for fmt in fmts:
             for stages in sorted(d for d in depths if 0 <= d <= MAX_STAGES):
@@ -157,14 +186,16 @@ def section_stages(res: Results, targets, fmts=("bf16", "int8"), depths=None):
                 recs.append(flow(f"stages_{target}_pe_{fmt}_{stages}", "pe", PEConfig(fmt, "ftz", stages), target))
                 res.data["stages"] = recs
                 res.save()
-    res.data["stages"] = sorted(recs, key=lambda r: (r["target"], r["params"]["block"], r["params"]["fmt"],
-                                                     r["params"]["stages"]))
+    res.data["stages"] = sorted(
+        recs, key=lambda r: (r["target"], r["params"]["block"], r["params"]["fmt"], r["params"]["stages"])
+    )
     res.save()
     plot_stages(res.data["stages"])
 
 
 def plot_stages(recs):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -173,17 +204,30 @@ def plot_stages(recs):
     for target in sorted({r["target"] for r in recs}):
         for block in ("mac", "pe"):
             for fmt in ("bf16", "int8"):
-                rs = sorted((r for r in recs if r["target"] == target and r["params"]["block"] == block
-                             and r["params"]["fmt"] == fmt and r["status"] == "ok"),
-                            key=lambda r: r["params"]["stages"])
+                rs = sorted(
+                    (
+                        r
+                        for r in recs
+                        if r["target"] == target
+                        and r["params"]["block"] == block
+                        and r["params"]["fmt"] == fmt
+                        and r["status"] == "ok"
+                    ),
+                    key=lambda r: r["params"]["stages"],
+                )
                 if not rs:
                     continue
                 x = [r["params"]["stages"] for r in rs]
                 label = f"{fmt} {block.upper()} {target}"
                 marker = "o" if block == "mac" else "s"
                 if target == "ecp5-25k":  # Yosys output is the same for both ECP5 parts
-                    ax1.plot(x, [r["block_cells"]["lut4"] + 2 * r["block_cells"]["carry"] for r in rs],
-                             styles[fmt], marker=marker, label=f"{fmt} {block.upper()}")
+                    ax1.plot(
+                        x,
+                        [r["block_cells"]["lut4"] + 2 * r["block_cells"]["carry"] for r in rs],
+                        styles[fmt],
+                        marker=marker,
+                        label=f"{fmt} {block.upper()}",
+                    )
                 ax2.plot(x, [r["achieved_mhz"] for r in rs], styles[fmt], marker=marker, label=label)
     ax1.set_xlabel("pipeline stages")
     ax1.set_ylabel("LUT4 sites per block (LUT4 + 2 x CCU2C, Yosys)")
@@ -205,17 +249,23 @@ def plot_stages(recs):
 
 
 def section_mxu85k(res: Results, stages: int, timeout):
-    res.data["mxu85k"] = flow(f"mxu85k_bf16_8x8_s{stages}_nbp", "mxu",
-                              MXUConfig(8, 8, "bf16", "ftz", stages, backpressure=False),
-                              "ecp5-85k", freq=100.0, pnr_timeout_s=timeout)
+    res.data["mxu85k"] = flow(
+        f"mxu85k_bf16_8x8_s{stages}_nbp",
+        "mxu",
+        MXUConfig(8, 8, "bf16", "ftz", stages, backpressure=False),
+        "ecp5-85k",
+        freq=100.0,
+        pnr_timeout_s=timeout,
+    )
     res.save()
 
 
 def section_up5k(res: Results, timeout):
     cfg = MXUConfig(4, 4, "int8", "ftz", 1)
-    res.data["up5k"] = [flow("up5k_int8_4x4_dsp", "mxu", cfg, "ice40-up5k", freq=20.0, dsp=True),
-                        flow("up5k_int8_4x4_lut", "mxu", cfg, "ice40-up5k", freq=20.0, dsp=False,
-                             pnr_timeout_s=timeout)]
+    res.data["up5k"] = [
+        flow("up5k_int8_4x4_dsp", "mxu", cfg, "ice40-up5k", freq=20.0, dsp=True),
+        flow("up5k_int8_4x4_lut", "mxu", cfg, "ice40-up5k", freq=20.0, dsp=False, pnr_timeout_s=timeout),
+    ]
     res.save()
 
 
@@ -230,11 +280,25 @@ def _fits(target, fmt, r, c, dsp, flatten, cache):
     key = (r, c)
     if key not in cache:
         cfg = MXUConfig(r, c, fmt, "ftz", _stages(fmt))
-        rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}", "mxu", cfg, target, place=False,
-                   flatten=flatten, dsp=dsp)
+        rec = flow(
+            f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}",
+            "mxu",
+            cfg,
+            target,
+            place=False,
+            flatten=flatten,
+            dsp=dsp,
+        )
         if rec["status"] == "tool_failed" and not flatten:  # abc9 on a hierarchical design: retry flat
-            rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}", "mxu", cfg, target, place=False,
-                       flatten=True, dsp=dsp)
+            rec = flow(
+                f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}",
+                "mxu",
+                cfg,
+                target,
+                place=False,
+                flatten=True,
+                dsp=dsp,
+            )
         cache[key] = rec
     return cache[key]["status"] == "ok"
 
@@ -256,11 +320,15 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64, known=()):
         else:
             hi = mid
     rows = lo
-    result = {"target": target, "fmt": fmt, "dsp": dsp, "stages": _stages(fmt),
-              "largest_square": rows}
+    result = {"target": target, "fmt": fmt, "dsp": dsp, "stages": _stages(fmt), "largest_square": rows}
     if rows == 0:
-        result.update(largest_by_synthesis=None, confirmed=None, synth_runs=len(cache),
-                      runs=list(cache.values()), search_s=round(time.perf_counter() - t0, 1))
+        result.update(
+            largest_by_synthesis=None,
+            confirmed=None,
+            synth_runs=len(cache),
+            runs=list(cache.values()),
+            search_s=round(time.perf_counter() - t0, 1),
+        )
         return result
     # columns for that many rows, in [rows, 2*rows]
     clo, chi = rows, 2 * rows + 1
@@ -276,16 +344,29 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64, known=()):
     r, c = rows, clo
     while len(attempts) < max_confirm and r >= 1 and c >= 1:
         cfg = MXUConfig(r, c, fmt, "ftz", _stages(fmt))
-        same = [k for k in known if k.get("status") == "ok" and k["target"] == target and k["dsp"] == dsp
-                and k["params"] == {"block": "mxu", **cfg.__dict__}]
+        same = [
+            k
+            for k in known
+            if k.get("status") == "ok"
+            and k["target"] == target
+            and k["dsp"] == dsp
+            and k["params"] == {"block": "mxu", **cfg.__dict__}
+        ]
         if same:  # this array was already placed and routed (e.g. the mxu85k section): reuse it
             log(f"confirm {target} {fmt} {r}x{c}: reusing {same[0]['tag']}")
             attempts.append({**same[0], "reused": same[0]["tag"]})
             confirmed = [r, c]
             break
-        rec = flow(f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}_pnr", "mxu", cfg, target,
-                   freq=100.0 if target.startswith("ecp5") else 20.0, flatten=True, dsp=dsp,
-                   pnr_timeout_s=timeout)
+        rec = flow(
+            f"largest_{target}_{fmt}{'' if dsp else '_lut'}_{r}x{c}_pnr",
+            "mxu",
+            cfg,
+            target,
+            freq=100.0 if target.startswith("ecp5") else 20.0,
+            flatten=True,
+            dsp=dsp,
+            pnr_timeout_s=timeout,
+        )
         attempts.append(rec)
         if rec["status"] == "ok":
             confirmed = [r, c]
@@ -294,8 +375,13 @@ def search_largest(target, fmt, dsp, timeout, max_confirm, n_max=64, known=()):
             c -= 1
         else:
             r -= 1
-    result.update(confirmed=confirmed, confirm_runs=attempts, synth_runs=len(cache),
-                  runs=list(cache.values()), search_s=round(time.perf_counter() - t0, 1))
+    result.update(
+        confirmed=confirmed,
+        confirm_runs=attempts,
+        synth_runs=len(cache),
+        runs=list(cache.values()),
+        search_s=round(time.perf_counter() - t0, 1),
+    )
     return result
 
 
@@ -313,6 +399,7 @@ def section_largest(res: Results, targets, fmts, timeout, max_confirm):
 def stages_table(recs) -> str:
     """A per-depth table (markdown) from the ``stages`` records: one row per block, format
     and depth, Yosys cells of the block, placed LUT4 sites and Fmax per ECP5 part."""
+
     def fmt_mhz(r):
         if r is None or r.get("status") != "ok" or r.get("achieved_mhz") is None:
             return "-"
@@ -320,15 +407,20 @@ def stages_table(recs) -> str:
 
     by = {(r["params"]["block"], r["params"]["fmt"], r["params"]["stages"], r["target"]): r for r in recs}
     keys = sorted({k[:3] for k in by}, key=lambda k: (k[1] != "bf16", k[1], k[0] != "mac", k[2]))
-    lines = ["| block | stages | LUT4 | CCU2C | FF | DSP | placed LUT4 sites | Fmax ECP5-25k (MHz) | "
-             "Fmax ECP5-85k (MHz) | wall 25k / 85k (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| block | stages | LUT4 | CCU2C | FF | DSP | placed LUT4 sites | Fmax ECP5-25k (MHz) | "
+        "Fmax ECP5-85k (MHz) | wall 25k / 85k (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for block, fmt, st in keys:
         r25, r85 = by.get((block, fmt, st, "ecp5-25k")), by.get((block, fmt, st, "ecp5-85k"))
         ref = r25 or r85
         c = ref["block_cells"]
         walls = " / ".join(f"{r['wall_s']['total_s']:.0f}" if r else "-" for r in (r25, r85))
-        lines.append(f"| {fmt} {block.upper()} | {st} | {c['lut4']:,} | {c['carry']:,} | {c['ff']:,} | {c['dsp']} | "
-                     f"{ref['utilization']['lut4']['used']:,} | {fmt_mhz(r25)} | {fmt_mhz(r85)} | {walls} |")
+        lines.append(
+            f"| {fmt} {block.upper()} | {st} | {c['lut4']:,} | {c['carry']:,} | {c['ff']:,} | {c['dsp']} | "
+            f"{ref['utilization']['lut4']['used']:,} | {fmt_mhz(r25)} | {fmt_mhz(r85)} | {walls} |"
+        )
     return "\n".join(lines)
 
 
@@ -338,17 +430,26 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS), help=f"results JSON (default {RESULTS.relative_to(ROOT)})")
     ap.add_argument("--stage-targets", default="ecp5-25k,ecp5-85k")
     ap.add_argument("--stage-fmts", default="bf16,int8", help="formats of the stages section")
-    ap.add_argument("--stage-depths", default=None,
-                    help="comma list of pipeline depths to (re)measure in the stages section (default: all)")
+    ap.add_argument(
+        "--stage-depths",
+        default=None,
+        help="comma list of pipeline depths to (re)measure in the stages section (default: all)",
+    )
     ap.add_argument("--largest-targets", default="ice40-up5k,ecp5-25k,ecp5-85k")
-    ap.add_argument("--largest-fmts", default="bf16,int8,int8:lut",
-                    help="formats for the largest-array search; ':lut' builds multipliers from LUTs "
-                         "(iCE40 only)")
+    ap.add_argument(
+        "--largest-fmts",
+        default="bf16,int8,int8:lut",
+        help="formats for the largest-array search; ':lut' builds multipliers from LUTs (iCE40 only)",
+    )
     ap.add_argument("--mxu85k-stages", type=int, default=MAX_STAGES)
     ap.add_argument("--pnr-timeout", type=float, default=2400.0, help="seconds per nextpnr run")
     ap.add_argument("--max-confirm", type=int, default=3)
-    ap.add_argument("--largest-bf16-stages", type=int, default=2,
-                    help="PE stages of the bf16 arrays in the largest-array search (default 2, the MXU default)")
+    ap.add_argument(
+        "--largest-bf16-stages",
+        type=int,
+        default=2,
+        help="PE stages of the bf16 arrays in the largest-array search (default 2, the MXU default)",
+    )
     args = ap.parse_args(argv)
     global BF16_STAGES
     BF16_STAGES = args.largest_bf16_stages

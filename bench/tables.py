@@ -64,14 +64,41 @@ def _shape(r) -> str:
 
 # ---- GEMM engine (bench/gemm_bench.py, bench/gemm_overheads.py) ----
 
+
 def gemm(d) -> Table:
     """Cycles of each GEMM shape on the engine with its HBM controller, against the models."""
-    rows = [[r["array"], str(r["pseudo_channels"]), _shape(r), _n(r["cycles"]), _n(r["predicted_cycles"]),
-             _n(r["engine_model_cycles"]), _n(r["ideal_cycles"]), _n(r["scalesim_cycles"]),
-             _pct(r["utilization"]), _n(r["faster_than_scalesim"]), _n(r["bitexact"])]
-            for r in d["records"]]
-    return Table(["array", "PCs", "M x K x N", "RTL cycles", "array model", "engine blocking model", "ideal",
-                  "SCALE-Sim WS", "utilization", "< SCALE-Sim", "bit-exact"], rows)
+    rows = [
+        [
+            r["array"],
+            str(r["pseudo_channels"]),
+            _shape(r),
+            _n(r["cycles"]),
+            _n(r["predicted_cycles"]),
+            _n(r["engine_model_cycles"]),
+            _n(r["ideal_cycles"]),
+            _n(r["scalesim_cycles"]),
+            _pct(r["utilization"]),
+            _n(r["faster_than_scalesim"]),
+            _n(r["bitexact"]),
+        ]
+        for r in d["records"]
+    ]
+    return Table(
+        [
+            "array",
+            "PCs",
+            "M x K x N",
+            "RTL cycles",
+            "array model",
+            "engine blocking model",
+            "ideal",
+            "SCALE-Sim WS",
+            "utilization",
+            "< SCALE-Sim",
+            "bit-exact",
+        ],
+        rows,
+    )
 
 
 def gemm_perf(d) -> Table:
@@ -80,64 +107,145 @@ def gemm_perf(d) -> Table:
     for r in d["records"]:
         p = r["perf"]
         setup = r["cycles"] - sum(p.values())
-        rows.append([r["array"], str(r["pseudo_channels"]), _shape(r), _n(r["cycles"]), _n(p["perf_feed"]),
-                     _n(setup), _n(p["perf_wait_a"]), _n(p["perf_wait_w"]), _n(p["perf_wait_acc"]),
-                     _n(p["perf_wait_dep"]), _n(p["perf_drain"])])
-    return Table(["array", "PCs", "M x K x N", "RTL cycles", "beats (FEED)", "set-up", "wait A", "wait weights",
-                  "wait acc. bank", "wait K-chain", "drain"], rows,
-                 derived={"set-up": "RTL cycles minus the sum of the six PERF_ counters"})
+        rows.append(
+            [
+                r["array"],
+                str(r["pseudo_channels"]),
+                _shape(r),
+                _n(r["cycles"]),
+                _n(p["perf_feed"]),
+                _n(setup),
+                _n(p["perf_wait_a"]),
+                _n(p["perf_wait_w"]),
+                _n(p["perf_wait_acc"]),
+                _n(p["perf_wait_dep"]),
+                _n(p["perf_drain"]),
+            ]
+        )
+    return Table(
+        [
+            "array",
+            "PCs",
+            "M x K x N",
+            "RTL cycles",
+            "beats (FEED)",
+            "set-up",
+            "wait A",
+            "wait weights",
+            "wait acc. bank",
+            "wait K-chain",
+            "drain",
+        ],
+        rows,
+        derived={"set-up": "RTL cycles minus the sum of the six PERF_ counters"},
+    )
 
 
 def gemm_marginal(d) -> Table:
     """Steady state: the cycles M rows more cost, against M*K*N/(R*C) of them (8x8 array)."""
     s = d["steady"]
-    rows = [[_shape(dict(zip("mkn", g["from"]))), _shape(dict(zip("mkn", g["to"]))), _n(g["extra_cycles"]),
-             _pct(g["utilization"])] for g in s["marginal"]]
+    rows = [
+        [
+            _shape(dict(zip("mkn", g["from"]))),
+            _shape(dict(zip("mkn", g["to"]))),
+            _n(g["extra_cycles"]),
+            _pct(g["utilization"]),
+        ]
+        for g in s["marginal"]
+    ]
     return Table(["from", "to", "extra cycles", "steady-state utilization"], rows)
 
 
 # ---- MXU (bench/mxu_cycles.py, bench/mxu_scale.py) ----
 
+
 def mxu_cycles(d) -> Table:
     """Whole GEMMs on the array alone (cycle model, equal to the RTL), against SCALE-Sim v2 WS."""
-    rows = [[r["array"], str(r["stages"]), _shape(r), _n(r["cycles"]), _n(r["scalesim_ws"]), _n(r["ideal"]),
-             _pct(r["utilization"])] for r in d["records"]]
-    return Table(["array", "PE latency L", "M x K x N", "cycles", "SCALE-Sim WS", "ideal M*K*N/(R*C)",
-                  "utilization"], rows)
+    rows = [
+        [
+            r["array"],
+            str(r["stages"]),
+            _shape(r),
+            _n(r["cycles"]),
+            _n(r["scalesim_ws"]),
+            _n(r["ideal"]),
+            _pct(r["utilization"]),
+        ]
+        for r in d["records"]
+    ]
+    return Table(
+        ["array", "PE latency L", "M x K x N", "cycles", "SCALE-Sim WS", "ideal M*K*N/(R*C)", "utilization"], rows
+    )
 
 
 def mxu_generation(d) -> Table:
     """Verilog generation of square bf16 arrays: time, peak memory, size."""
-    rows = [[f"{r['size']}x{r['size']}", _n(r["generate_s"]), _n(r["peak_rss_mib"]), _n(r["verilog_bytes"]),
-             str(r["modules"])] for r in d["generation"]]
+    rows = [
+        [
+            f"{r['size']}x{r['size']}",
+            _n(r["generate_s"]),
+            _n(r["peak_rss_mib"]),
+            _n(r["verilog_bytes"]),
+            str(r["modules"]),
+        ]
+        for r in d["generation"]
+    ]
     return Table(["array", "generation (s)", "peak memory (MiB)", "Verilog (bytes)", "modules"], rows)
 
 
 def mxu_simulation(d) -> Table:
     """Simulator builds and speed of the MXU under cocotb."""
-    rows = [[f"{r['size']}x{r['size']}", r["simulator"], _n(r["build_s"]), _n(r["cycles"]),
-             _n(r["cycles_per_s"])] for r in d["verilator_build"] + d["simulation"]]
+    rows = [
+        [f"{r['size']}x{r['size']}", r["simulator"], _n(r["build_s"]), _n(r["cycles"]), _n(r["cycles_per_s"])]
+        for r in d["verilator_build"] + d["simulation"]
+    ]
     return Table(["array", "simulator", "build (s)", "cycles", "cycles/s"], rows)
 
 
 # ---- arithmetic (bench/mac_area.py) ----
 
+
 def mac_area(d) -> Table:
     """Yosys synth_ecp5 -nowidelut of one MAC (synthesis only, no wrapper)."""
-    rows = [[r["fmt"], r["subnormals"], str(r["stages"]), _n(r["LUT4"]), _n(r["MULT18X18D"]), _n(r["CCU2C"]),
-             _n(r["TRELLIS_FF"])] for r in d["records"] if not r["widelut"]]
+    rows = [
+        [
+            r["fmt"],
+            r["subnormals"],
+            str(r["stages"]),
+            _n(r["LUT4"]),
+            _n(r["MULT18X18D"]),
+            _n(r["CCU2C"]),
+            _n(r["TRELLIS_FF"]),
+        ]
+        for r in d["records"]
+        if not r["widelut"]
+    ]
     return Table(["format", "subnormals", "stages", "LUT4", "MULT18X18D", "CCU2C", "FF"], rows)
 
 
 # ---- HBM controller (bench/hbm_bench.py, bench/hbm_area.py) ----
 
+
 def hbm_efficiency(d) -> Table:
     """Data-bus efficiency of one pseudo-channel per traffic pattern, against the analytical bound."""
-    rows = [[r["timing"], r["scenario"].replace("_", " "), _n(r["requests"]), _n(r["cycles"]), _pct(r["efficiency"]),
-             _pct(r["efficiency_debt_charged"]), _pct(r.get("bound")), _pct(r.get("of_bound")), _n(r["refreshes"])]
-            for r in d["records"]]
-    return Table(["timing", "traffic", "requests", "cycles", "efficiency", "owed REFs charged", "bound",
-                  "of bound", "REFs"], rows)
+    rows = [
+        [
+            r["timing"],
+            r["scenario"].replace("_", " "),
+            _n(r["requests"]),
+            _n(r["cycles"]),
+            _pct(r["efficiency"]),
+            _pct(r["efficiency_debt_charged"]),
+            _pct(r.get("bound")),
+            _pct(r.get("of_bound")),
+            _n(r["refreshes"]),
+        ]
+        for r in d["records"]
+    ]
+    return Table(
+        ["timing", "traffic", "requests", "cycles", "efficiency", "owed REFs charged", "bound", "of bound", "REFs"],
+        rows,
+    )
 
 
 def hbm_latency(d) -> Table:
@@ -146,19 +254,34 @@ def hbm_latency(d) -> Table:
 
     def cell(x):
         return "-" if not x else f"{_n(x['p50'])} / {_n(x['p99'])} / {_n(x['max'])} ({_n(x['count'])})"
-    rows = [[r["timing"], r["scenario"].replace("_", " ")] + [cell(r["latency_cycles"].get(k)) for k in kinds]
-            for r in d["records"] if r.get("latency_cycles")]
+
+    rows = [
+        [r["timing"], r["scenario"].replace("_", " ")] + [cell(r["latency_cycles"].get(k)) for k in kinds]
+        for r in d["records"]
+        if r.get("latency_cycles")
+    ]
     return Table(["timing", "traffic", "row hit", "closed bank", "row conflict", "refresh-blocked"], rows)
 
 
 def hbm_area(d) -> Table:
     """Yosys synth_ecp5 of one pseudo-channel controller (synthesis only)."""
-    rows = [[str(r["queue_depth"]), _n(r.get("with_bram_emulator", False)), _n(r["LUT4"]), _n(r["TRELLIS_FF"]),
-             _n(r["CCU2C"]), _n(r["TRELLIS_DPR16X4"]), _n(r["DP16KD"])] for r in d]
+    rows = [
+        [
+            str(r["queue_depth"]),
+            _n(r.get("with_bram_emulator", False)),
+            _n(r["LUT4"]),
+            _n(r["TRELLIS_FF"]),
+            _n(r["CCU2C"]),
+            _n(r["TRELLIS_DPR16X4"]),
+            _n(r["DP16KD"]),
+        ]
+        for r in d
+    ]
     return Table(["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD"], rows)
 
 
 # ---- FPGA flow (bench/synth_scale.py, mxu synth, mxu board build) ----
+
 
 def _fmax(r) -> str:
     if r.get("achieved_mhz") is None:
@@ -174,10 +297,33 @@ def synth_stages(d) -> Table:
         if r.get("status") != "ok":
             continue
         p, c = r["params"], r["block_cells"]
-        rows.append([r["target"], f"{p['fmt']} {p['block'].upper()}", str(p["stages"]), _n(c["lut4"]),
-                     _n(c["carry"]), _n(c["ff"]), _n(c["dsp"]), _n(r["utilization"]["lut4"]["used"]), _fmax(r)])
-    return Table(["target", "block", "stages", "LUT4", "carry", "FF", "DSP", "placed LUT4 sites",
-                  "Fmax achieved / requested (MHz)"], rows)
+        rows.append(
+            [
+                r["target"],
+                f"{p['fmt']} {p['block'].upper()}",
+                str(p["stages"]),
+                _n(c["lut4"]),
+                _n(c["carry"]),
+                _n(c["ff"]),
+                _n(c["dsp"]),
+                _n(r["utilization"]["lut4"]["used"]),
+                _fmax(r),
+            ]
+        )
+    return Table(
+        [
+            "target",
+            "block",
+            "stages",
+            "LUT4",
+            "carry",
+            "FF",
+            "DSP",
+            "placed LUT4 sites",
+            "Fmax achieved / requested (MHz)",
+        ],
+        rows,
+    )
 
 
 def synth_largest(d) -> Table:
@@ -185,13 +331,34 @@ def synth_largest(d) -> Table:
     rows = []
     for key, s in d["largest"].items():
         conf = s["confirm_runs"][-1] if s.get("confirm_runs") else None
-        placed = (f"{_n(conf['utilization']['lut4']['used'])} ({conf['utilization']['lut4']['percent']}%)"
-                  if conf and conf.get("placed") else "-")
-        rows.append([s["target"], key.split("/", 1)[1], "x".join(map(str, s["largest_by_synthesis"])),
-                     "x".join(map(str, s["confirmed"])) if s.get("confirmed") else "-", placed,
-                     _fmax(conf) if conf else "-", str(s["synth_runs"])])
-    return Table(["target", "format", "largest by synthesized counts", "placed and routed", "placed LUT4 sites",
-                  "Fmax achieved / requested (MHz)", "synthesis runs"], rows)
+        placed = (
+            f"{_n(conf['utilization']['lut4']['used'])} ({conf['utilization']['lut4']['percent']}%)"
+            if conf and conf.get("placed")
+            else "-"
+        )
+        rows.append(
+            [
+                s["target"],
+                key.split("/", 1)[1],
+                "x".join(map(str, s["largest_by_synthesis"])),
+                "x".join(map(str, s["confirmed"])) if s.get("confirmed") else "-",
+                placed,
+                _fmax(conf) if conf else "-",
+                str(s["synth_runs"]),
+            ]
+        )
+    return Table(
+        [
+            "target",
+            "format",
+            "largest by synthesized counts",
+            "placed and routed",
+            "placed LUT4 sites",
+            "Fmax achieved / requested (MHz)",
+            "synthesis runs",
+        ],
+        rows,
+    )
 
 
 def synth_reports(reports: list) -> Table:
@@ -200,11 +367,35 @@ def synth_reports(reports: list) -> Table:
     for r in reports:
         p, c, f = r["block"], r["cells"]["block"], r["fmax"][0]
         bp = "" if p.get("backpressure", True) else ", no back-pressure"
-        rows.append([r["target"]["name"], f"{p['fmt']} {p['rows']}x{p['cols']}{bp}", str(p["stages"]),
-                     str(r["seed"]), _n(c["lut4"]), _n(c["carry"]), _n(c["ff"]), _n(c["dsp"]),
-                     _n(r["utilization"]["lut4"]["used"]), _fmax(f)])
-    return Table(["target", "array", "stages", "seed", "LUT4", "carry", "FF", "DSP", "placed LUT4 sites",
-                  "Fmax achieved / requested (MHz)"], rows)
+        rows.append(
+            [
+                r["target"]["name"],
+                f"{p['fmt']} {p['rows']}x{p['cols']}{bp}",
+                str(p["stages"]),
+                str(r["seed"]),
+                _n(c["lut4"]),
+                _n(c["carry"]),
+                _n(c["ff"]),
+                _n(c["dsp"]),
+                _n(r["utilization"]["lut4"]["used"]),
+                _fmax(f),
+            ]
+        )
+    return Table(
+        [
+            "target",
+            "array",
+            "stages",
+            "seed",
+            "LUT4",
+            "carry",
+            "FF",
+            "DSP",
+            "placed LUT4 sites",
+            "Fmax achieved / requested (MHz)",
+        ],
+        rows,
+    )
 
 
 def board(reports: list) -> Table:
@@ -213,21 +404,55 @@ def board(reports: list) -> Table:
     for r in reports:
         e, c, u = r["engine"]["mxu"], r["cells"], r["utilization"]
         f = r["fmax"][0]
-        rows.append([r["board"], f"{e['fmt']} {e['rows']}x{e['cols']}", str(r["engine"]["hbm"]["pseudo_channels"]),
-                     _n(r["memory_bytes"]), _n(r["clk_mhz"]), _n(f["achieved_mhz"]), _n(f["met"]),
-                     _n(u["lut4"]["used"]), _n(c["ff"]), _n(c["dsp"]), _n(c["bram"])])
-    return Table(["board", "engine", "PCs", "memory (bytes)", "clock (MHz)", "Fmax achieved (MHz)", "met",
-                  "placed LUT4 sites", "FF", "MULT18X18D", "DP16KD"], rows)
+        rows.append(
+            [
+                r["board"],
+                f"{e['fmt']} {e['rows']}x{e['cols']}",
+                str(r["engine"]["hbm"]["pseudo_channels"]),
+                _n(r["memory_bytes"]),
+                _n(r["clk_mhz"]),
+                _n(f["achieved_mhz"]),
+                _n(f["met"]),
+                _n(u["lut4"]["used"]),
+                _n(c["ff"]),
+                _n(c["dsp"]),
+                _n(c["bram"]),
+            ]
+        )
+    return Table(
+        [
+            "board",
+            "engine",
+            "PCs",
+            "memory (bytes)",
+            "clock (MHz)",
+            "Fmax achieved (MHz)",
+            "met",
+            "placed LUT4 sites",
+            "FF",
+            "MULT18X18D",
+            "DP16KD",
+        ],
+        rows,
+    )
 
 
 #: kind -> (builder, whether it takes a glob of report files instead of one JSON file)
 TABLES: dict[str, tuple[Callable, bool]] = {
-    "gemm": (gemm, False), "gemm_perf": (gemm_perf, False), "gemm_marginal": (gemm_marginal, False),
-    "mxu_cycles": (mxu_cycles, False), "mxu_generation": (mxu_generation, False),
-    "mxu_simulation": (mxu_simulation, False), "mac_area": (mac_area, False),
-    "hbm_efficiency": (hbm_efficiency, False), "hbm_latency": (hbm_latency, False), "hbm_area": (hbm_area, False),
-    "synth_stages": (synth_stages, False), "synth_largest": (synth_largest, False),
-    "synth_reports": (synth_reports, True), "board": (board, True),
+    "gemm": (gemm, False),
+    "gemm_perf": (gemm_perf, False),
+    "gemm_marginal": (gemm_marginal, False),
+    "mxu_cycles": (mxu_cycles, False),
+    "mxu_generation": (mxu_generation, False),
+    "mxu_simulation": (mxu_simulation, False),
+    "mac_area": (mac_area, False),
+    "hbm_efficiency": (hbm_efficiency, False),
+    "hbm_latency": (hbm_latency, False),
+    "hbm_area": (hbm_area, False),
+    "synth_stages": (synth_stages, False),
+    "synth_largest": (synth_largest, False),
+    "synth_reports": (synth_reports, True),
+    "board": (board, True),
 }
 
 
@@ -256,8 +481,10 @@ def build(kind: str, source: str, root: Path = ROOT) -> Table:
 
 def to_markdown(table: Table) -> str:
     """The table as a Markdown pipe table (``|`` and ``*`` in cells escaped)."""
+
     def line(cells):
         return "| " + " | ".join(c.replace("|", "\\|").replace("*", "\\*") for c in cells) + " |"
+
     return "\n".join([line(table.header), "|" + "---|" * len(table.header)] + [line(r) for r in table.rows])
 
 

@@ -11,6 +11,7 @@ author = "open-mxu contributors"
 copyright = "2026, open-mxu contributors"
 try:
     from importlib.metadata import version as _version
+
     release = _version("open-mxu")
 except Exception:  # not installed: the manual still builds from a checkout
     release = "0.1.0"

@@ -61,8 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="random seed for every randomized test (default: $MXU_SEED, else a fresh random "
-        "seed per test, printed)",
+        help="random seed for every randomized test (default: $MXU_SEED, else a fresh random seed per test, printed)",
     )
 
 
@@ -74,10 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import HealthCheck, settings
 
     # deadline: every model call is bounded; a property example taking seconds is a defect
-    settings.register_profile("ci", max_examples=40, deadline=2000,
-                              suppress_health_check=[HealthCheck.too_slow])
-    settings.register_profile("soak", max_examples=2000, deadline=10000,
-                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("ci", max_examples=40, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("soak", max_examples=2000, deadline=10000, suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile("soak" if _soak_enabled(config) else "ci")
 
 
@@ -95,8 +92,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--quick"):
-        keep = [i for i in items if i.get_closest_marker("cocotb") is None and i.get_closest_marker("flow") is None
-                and "simulator" not in getattr(i, "fixturenames", ())]
+        keep = [
+            i
+            for i in items
+            if i.get_closest_marker("cocotb") is None
+            and i.get_closest_marker("flow") is None
+            and "simulator" not in getattr(i, "fixturenames", ())
+        ]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     if _soak_enabled(config):

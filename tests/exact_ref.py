@@ -24,10 +24,33 @@ from functools import lru_cache
 from typing import NamedTuple
 
 __all__ = [
-    "Fmt", "FP64", "FP32", "BF16", "E4M3FN", "E5M2", "FORMATS", "Value",
-    "decode", "round_magnitude", "round_to", "encode_value", "convert", "is_nan", "nan_bits", "inf_bits",
-    "zero_bits", "max_bits", "ref_mac", "ref_matmul", "fp8_to_bf16_bits", "CANONICAL_NAN32",
-    "pow2", "wrap32", "ilog2", "is_subnormal", "rne_int",
+    "Fmt",
+    "FP64",
+    "FP32",
+    "BF16",
+    "E4M3FN",
+    "E5M2",
+    "FORMATS",
+    "Value",
+    "decode",
+    "round_magnitude",
+    "round_to",
+    "encode_value",
+    "convert",
+    "is_nan",
+    "nan_bits",
+    "inf_bits",
+    "zero_bits",
+    "max_bits",
+    "ref_mac",
+    "ref_matmul",
+    "fp8_to_bf16_bits",
+    "CANONICAL_NAN32",
+    "pow2",
+    "wrap32",
+    "ilog2",
+    "is_subnormal",
+    "rne_int",
 ]
 
 CANONICAL_NAN32 = 0x7FC00000
@@ -346,6 +369,7 @@ def ref_matmul(a_bits, b_bits, c_bits=None, *, fmt: str = "bf16", subnormals: st
         raise ValueError("inner dimensions differ")
     N = len(b[0]) if b else 0
     if fmt == "int8":
+
         def step(acc, x, y):
             return wrap32(acc + x * y)
     elif fmt in ("bf16", "fp8_e4m3fn", "fp8_e5m2"):

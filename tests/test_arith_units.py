@@ -67,20 +67,37 @@ def _assert_same(fmt, sub, a, b, c, got, exp):
     bad = np.nonzero(got != exp)[0]
     if bad.size:
         i = bad[0]
-        pytest.fail(f"{fmt}/{sub}: {bad.size} mismatches; first a={int(a[i]):#x} b={int(b[i]):#x} "
-                    f"c={int(c[i]):#010x} got {int(got[i]):#010x} expected {int(exp[i]):#010x}")
+        pytest.fail(
+            f"{fmt}/{sub}: {bad.size} mismatches; first a={int(a[i]):#x} b={int(b[i]):#x} "
+            f"c={int(c[i]):#010x} got {int(got[i]):#010x} expected {int(exp[i]):#010x}"
+        )
 
 
 # ---- multiplier -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("subnormals", ["ftz", "ieee"])
 def test_bf16_multiplier_exact(subnormals, seed):
     """The product's value (sig * 2**(exp-15)) equals the exact float64 product; flags are right."""
     rng = np.random.default_rng(seed)
-    a = np.concatenate([np.array([0x0000, 0x8000, 0x0001, 0x007F, 0x0080, 0x7F7F, 0x7F80, 0xFF80, 0x7FC0,
-                                  0x7F81, 0x3F80, 0xBFFF], np.uint16), rng.integers(0, 1 << 16, 1500, dtype=np.uint16)])
-    b = np.concatenate([np.array([0x7F80, 0x0000, 0x0001, 0x8001, 0x3F80, 0x7F7F, 0x0000, 0x8001, 0x3F80,
-                                  0x3F80, 0x0081, 0x3FFF], np.uint16), rng.integers(0, 1 << 16, 1500, dtype=np.uint16)])
+    a = np.concatenate(
+        [
+            np.array(
+                [0x0000, 0x8000, 0x0001, 0x007F, 0x0080, 0x7F7F, 0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0x3F80, 0xBFFF],
+                np.uint16,
+            ),
+            rng.integers(0, 1 << 16, 1500, dtype=np.uint16),
+        ]
+    )
+    b = np.concatenate(
+        [
+            np.array(
+                [0x7F80, 0x0000, 0x0001, 0x8001, 0x3F80, 0x7F7F, 0x0000, 0x8001, 0x3F80, 0x3F80, 0x0081, 0x3FFF],
+                np.uint16,
+            ),
+            rng.integers(0, 1 << 16, 1500, dtype=np.uint16),
+        ]
+    )
     dut = BF16Multiplier(subnormals)
 
     def drive(ctx, i):
@@ -112,11 +129,13 @@ def test_bf16_multiplier_exact(subnormals, seed):
 
 # ---- adder ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("subnormals", ["ftz", "ieee"])
 def test_fp32_adder_via_multiplier(subnormals, seed):
     """Multiplier + adder components chained give the golden fused MAC bit for bit."""
     from amaranth import Module
     from amaranth.lib import wiring
+
     rng = np.random.default_rng(seed)
     a, b, c = random_vectors("bf16", 3000, rng)
     ca, cb, cc = corner_vectors("bf16")
@@ -126,14 +145,19 @@ def test_fp32_adder_via_multiplier(subnormals, seed):
 
     class Chain(wiring.Component):
         def __init__(self):
-            super().__init__({"a": wiring.In(16), "b": wiring.In(16), "c": wiring.In(32),
-                              "r": wiring.Out(32)})
+            super().__init__({"a": wiring.In(16), "b": wiring.In(16), "c": wiring.In(32), "r": wiring.Out(32)})
 
         def elaborate(self, platform):
             m = Module()
             m.submodules.mul, m.submodules.add = mul, add
-            m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), add.product.eq(mul.product),
-                         add.acc.eq(self.c), add.i_valid.eq(1), self.r.eq(add.result)]
+            m.d.comb += [
+                mul.a.eq(self.a),
+                mul.b.eq(self.b),
+                add.product.eq(mul.product),
+                add.acc.eq(self.c),
+                add.i_valid.eq(1),
+                self.r.eq(add.result),
+            ]
             return m
 
     dut = Chain()
@@ -154,13 +178,16 @@ def test_adder_rejects_bad_cut():
 
 # ---- fp8 decoders -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fmt,dtype", [("fp8_e4m3fn", ml_dtypes.float8_e4m3fn), ("fp8_e5m2", ml_dtypes.float8_e5m2)])
 def test_fp8_decoder_all_codes(fmt, dtype):
     """All 256 codes decode to the exact bf16 value (ml_dtypes), NaN to 0x7FC0 with the input sign."""
     dut = FP8Decoder(fmt)
     codes = np.arange(256, dtype=np.uint8)
-    got = np.array(_run_comb(dut, lambda ctx, i: ctx.set(Value.cast(dut.fp8), i),
-                             lambda ctx: ctx.get(Value.cast(dut.bf16)), 256), dtype=np.uint16)
+    got = np.array(
+        _run_comb(dut, lambda ctx, i: ctx.set(Value.cast(dut.fp8), i), lambda ctx: ctx.get(Value.cast(dut.bf16)), 256),
+        dtype=np.uint16,
+    )
     ref = codes.view(dtype).astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
     nan = np.isnan(codes.view(dtype).astype(np.float32))
     assert np.array_equal(got[~nan], ref[~nan])
@@ -174,6 +201,7 @@ def test_fp8_decoder_rejects_bf16():
 
 
 # ---- int8 -------------------------------------------------------------------------------------
+
 
 def test_int8_mac_wraps(seed):
     rng = np.random.default_rng(seed)
@@ -236,12 +264,15 @@ def test_mac_holds_bubbles():
     assert seen == [0, 0] + pattern[:-2]
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'"),
-    ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
-    ({"stages": 10}, "stages must be an integer from 0 to 9; got 10"),
-    ({"stages": -1}, "stages must be an integer from 0 to 9; got -1"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'"),
+        ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'"),
+        ({"stages": 10}, "stages must be an integer from 0 to 9; got 10"),
+        ({"stages": -1}, "stages must be an integer from 0 to 9; got -1"),
+    ],
+)
 def test_mac_config_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
         MACConfig(**kwargs)
@@ -258,8 +289,9 @@ def test_mac_config_wrong_type():
 def test_stage_placement_table():
     assert [len(FLOAT_CUTS_BY_STAGES[s]) for s in range(MAX_STAGES + 1)] == list(range(10))
     from hw.arith.fp32_add import ADDER_CUTS
+
     order = ("in", "mul") + ADDER_CUTS
-    for cuts in FLOAT_CUTS_BY_STAGES.values():   # every cut point is a known one, in datapath order
+    for cuts in FLOAT_CUTS_BY_STAGES.values():  # every cut point is a known one, in datapath order
         assert list(cuts) == sorted(cuts, key=order.index)
 
 

@@ -104,7 +104,7 @@ def test_comparisons_with_constants():
     m.d.comb += [o.eq(signed_gt_const(s, k)) for o, k in zip(outs_gt, ks_s)]
     got = _run(m, [u, s], outs_u + outs_lt + outs_gt, [(v, v - 32) for v in range(32)] + [(0, v) for v in range(0, 32)])
     for (uv, sv), row in zip([(v, v - 32) for v in range(32)] + [(0, v) for v in range(0, 32)], got):
-        ru, rl, rg = row[:len(ks_u)], row[len(ks_u):len(ks_u) + len(ks_s)], row[len(ks_u) + len(ks_s):]
+        ru, rl, rg = row[: len(ks_u)], row[len(ks_u) : len(ks_u) + len(ks_s)], row[len(ks_u) + len(ks_s) :]
         assert list(ru) == [int(uv < k) for k in ks_u], uv
         assert list(rl) == [int(sv < k) for k in ks_s], sv
         assert list(rg) == [int(sv > k) for k in ks_s], sv

@@ -29,10 +29,12 @@ MXU = [sys.executable, "-m", "sim.cli"]
 # Amaranth tier: UART and configuration
 # ---------------------------------------------------------------------------------------------
 
+
 def _uart_roundtrip(divisor: int, data: bytes, *, rx_divisor: int | None = None):
     """Transmitter -> line -> receiver; returns (received bytes, framing errors)."""
     tx, rx = UARTTransmitter(divisor), UARTReceiver(rx_divisor or divisor)
     from amaranth.hdl import Module
+
     m = Module()
     m.submodules.tx, m.submodules.rx = tx, rx
     line = tx.tx
@@ -48,8 +50,9 @@ def _uart_roundtrip(divisor: int, data: bytes, *, rx_divisor: int | None = None)
 
     async def sink(ctx):
         ctx.set(rx.data.ready, 1)
-        async for _clk, _rst, valid, payload, ferr in ctx.tick().sample(rx.data.valid, rx.data.payload,
-                                                                        rx.framing_error):
+        async for _clk, _rst, valid, payload, ferr in ctx.tick().sample(
+            rx.data.valid, rx.data.payload, rx.framing_error
+        ):
             if valid:
                 got.append(payload)
             if ferr:
@@ -130,13 +133,15 @@ def test_uart_divisor_and_board_config_errors():
         board_engine_config(memory_kib=16, pseudo_channels=2)
     cfg = board_engine_config(MXUConfig(rows=2, cols=2), memory_kib=64)
     assert cfg.hbm.capacity_bytes == 65536
-    assert info_bytes(65536, 25_000_000) == b"MXUB" + bytes([1, 0, 32, 0]) + (65536).to_bytes(4, "little") + \
-        (25_000_000).to_bytes(4, "little")
+    assert info_bytes(65536, 25_000_000) == b"MXUB" + bytes([1, 0, 32, 0]) + (65536).to_bytes(4, "little") + (
+        25_000_000
+    ).to_bytes(4, "little")
 
 
 # ---------------------------------------------------------------------------------------------
 # cocotb tier: the whole board top behind a pseudo-terminal
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.cocotb
 def test_protocol_through_the_uart(simulator, seed):
@@ -144,9 +149,11 @@ def test_protocol_through_the_uart(simulator, seed):
     write/read-back, random memory beats written and read back (first and last beat of memory, a
     transfer split over several commands), zero-beat commands; still in step at the end."""
     from sim.board import sim_config, simulate_board
+
     cfg = sim_config()
-    r = simulate_board({"call": "verif.board_hosts:protocol_checks", "args": {"seed": seed}}, cfg, sim=simulator,
-                       timeout_s=600)
+    r = simulate_board(
+        {"call": "verif.board_hosts:protocol_checks", "args": {"seed": seed}}, cfg, sim=simulator, timeout_s=600
+    )
     print(json.dumps({k: v for k, v in r.items() if k != "value"}))
     assert r["error"] is None, r["error"]
     v = r["value"]
@@ -157,7 +164,7 @@ def test_protocol_through_the_uart(simulator, seed):
     assert v["zero_w"] == "00" and v["zero_r"] == "00"
     assert all(v["roundtrip"].values()), v["roundtrip"]
     assert v["info_again"] == 65536
-    assert r["led"] & 0b1100 == 0            # no byte lost, no framing error
+    assert r["led"] & 0b1100 == 0  # no byte lost, no framing error
 
 
 def _write_case(tmp: Path, name: str, a, b, c=None, *, bits=True):
@@ -189,8 +196,19 @@ def test_mxu_board_matmul_against_the_simulated_board(simulator, seed, tmp_path)
         c = random_acc(rng, "bf16", (m, n), 0.1) if with_c else None
         p = _write_case(tmp_path, f"g{i}", a, b, c)
         outp = tmp_path / f"g{i}_out.npy"
-        argv = MXU + ["board", "matmul", str(p["a"]), str(p["b"]), "-o", str(outp), "--port", "{port}", "--bits",
-                      "--timeout", "60"]
+        argv = MXU + [
+            "board",
+            "matmul",
+            str(p["a"]),
+            str(p["b"]),
+            "-o",
+            str(outp),
+            "--port",
+            "{port}",
+            "--bits",
+            "--timeout",
+            "60",
+        ]
         if with_c:
             argv += ["--c", str(p["c"])]
         if out == "bf16":
@@ -200,16 +218,31 @@ def test_mxu_board_matmul_against_the_simulated_board(simulator, seed, tmp_path)
     # bad input, through the board (the format and the memory size come from it)
     bad_b = _write_case(tmp_path, "bad", random_operand(rng, "bf16", (3, 4)), random_operand(rng, "bf16", (5, 2)))
     big = _write_case(tmp_path, "big", np.zeros((200, 64), np.float32), np.zeros((64, 200), np.float32), bits=False)
-    commands.append(MXU + ["board", "matmul", str(bad_b["a"]), str(bad_b["b"]), "-o", str(tmp_path / "bad.npy"),
-                           "--port", "{port}", "--bits"])
-    commands.append(MXU + ["board", "matmul", str(big["a"]), str(big["b"]), "-o", str(tmp_path / "big.npy"),
-                           "--port", "{port}"])
-    commands.append(commands[0][:])     # the board still serves a new session after the refusals
+    commands.append(
+        MXU
+        + [
+            "board",
+            "matmul",
+            str(bad_b["a"]),
+            str(bad_b["b"]),
+            "-o",
+            str(tmp_path / "bad.npy"),
+            "--port",
+            "{port}",
+            "--bits",
+        ]
+    )
+    commands.append(
+        MXU + ["board", "matmul", str(big["a"]), str(big["b"]), "-o", str(tmp_path / "big.npy"), "--port", "{port}"]
+    )
+    commands.append(commands[0][:])  # the board still serves a new session after the refusals
     commands[-1][commands[-1].index("-o") + 1] = str(tmp_path / "again.npy")
 
     from sim.board import simulate_board
-    r = simulate_board({"call": "verif.board_hosts:run_commands", "args": {"commands": commands}}, sim=simulator,
-                       timeout_s=1200)
+
+    r = simulate_board(
+        {"call": "verif.board_hosts:run_commands", "args": {"commands": commands}}, sim=simulator, timeout_s=1200
+    )
     assert r["error"] is None, r["error"]
     runs = r["value"]
     print(json.dumps({k: v for k, v in r.items() if k != "value"}))
@@ -224,6 +257,7 @@ def test_mxu_board_matmul_against_the_simulated_board(simulator, seed, tmp_path)
         got = np.load(outp)
         if out == "bf16":
             from verif.golden import fp32_to_bf16_bits
+
             assert np.array_equal(got.view(np.uint32) >> 16, fp32_to_bf16_bits(gold))
         else:
             assert np.array_equal(got.view(np.uint32), np.ascontiguousarray(gold).view(np.uint32))
@@ -242,10 +276,21 @@ def test_mxu_board_matmul_against_the_simulated_board(simulator, seed, tmp_path)
 def test_mxu_board_matmul_bad_port(tmp_path):
     """A port that cannot be opened: exit 2, one line, nothing written."""
     from sim.cli import main
+
     np.save(tmp_path / "a.npy", np.ones((2, 3), np.float32))
     np.save(tmp_path / "b.npy", np.ones((3, 2), np.float32))
-    rc = main(["board", "matmul", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "-o", str(tmp_path / "c.npy"),
-               "--port", str(tmp_path / "no-such-tty")])
+    rc = main(
+        [
+            "board",
+            "matmul",
+            str(tmp_path / "a.npy"),
+            str(tmp_path / "b.npy"),
+            "-o",
+            str(tmp_path / "c.npy"),
+            "--port",
+            str(tmp_path / "no-such-tty"),
+        ]
+    )
     assert rc == 2
     assert not (tmp_path / "c.npy").exists()
 
@@ -254,6 +299,7 @@ def test_mxu_board_build_refuses_a_clock_the_pll_cannot_make(tmp_path):
     """13.3 MHz from the 25 MHz oscillator: exit 2 in about a second (before any Verilog or Yosys),
     one line naming the nearest clock, no output folder left behind."""
     from sim.cli import main
+
     out = tmp_path / "out"
     rc = main(["board", "build", "--clk-mhz", "13.3", "-o", str(out)])
     assert rc == 2
@@ -266,9 +312,9 @@ def test_mxu_board_build_bitstream(tmp_path):
     nextpnr-ecp5, ecppack; board.bit written, report fields present, one MULT18X18D per PE at least,
     the design clock met. About 20 minutes on this machine: soak only."""
     import subprocess
+
     out = tmp_path / "board"
-    p = subprocess.run(MXU + ["board", "build", "-o", str(out), "--json"], capture_output=True, text=True,
-                       timeout=7200)
+    p = subprocess.run(MXU + ["board", "build", "-o", str(out), "--json"], capture_output=True, text=True, timeout=7200)
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert (out / "board.bit").stat().st_size == rep["bitstream_bytes"] > 100_000

@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(args, cwd):
-    return subprocess.run(MXU + args, cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        MXU + args, cwd=cwd, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    )
 
 
 def test_help_lists_commands(capsys):
@@ -31,8 +32,14 @@ def test_generate_mxu_files_and_manifest(tmp_path):
     r = run(["generate", "--rows", "3", "--cols", "2", "--fmt", "int8", "--stages", "1", "-o", "out"], tmp_path)
     assert r.returncode == 0, r.stderr
     info = json.loads((tmp_path / "out" / "mxu.json").read_text())
-    assert info["parameters"] == {"rows": 3, "cols": 2, "fmt": "int8", "subnormals": "ftz", "stages": 1,
-                                  "backpressure": True}
+    assert info["parameters"] == {
+        "rows": 3,
+        "cols": 2,
+        "fmt": "int8",
+        "subnormals": "ftz",
+        "stages": 1,
+        "backpressure": True,
+    }
     assert info["latency_cycles"] == 3 * 1 + 2 - 1
     ports = {p["name"]: p for p in info["ports"]}
     assert ports["act__payload"]["width_bits"] == 3 * 8 + 2 * 32 + 1
@@ -43,49 +50,58 @@ def test_generate_mxu_files_and_manifest(tmp_path):
     assert info["modules"] == ["mxu_pe", "mxu_row", "mxu"]
     text = (tmp_path / "out" / "mxu.v").read_text()
     assert text.count("\nmodule mxu_pe(") + text.startswith("module mxu_pe(") == 1
-    assert text.count("mxu_pe pe_") == 2          # one row module with C = 2 PE instances
-    assert text.count("mxu_row row_") == 3        # R = 3 row instances
+    assert text.count("mxu_pe pe_") == 2  # one row module with C = 2 PE instances
+    assert text.count("mxu_row row_") == 3  # R = 3 row instances
     assert "verilator" in json.dumps(info["tools"]) and info["project"]["name"] == "open-mxu"
 
 
 def test_generate_preset_and_toml_override(tmp_path):
-    (tmp_path / "c.toml").write_text('preset_ignored = 1\n')
+    (tmp_path / "c.toml").write_text("preset_ignored = 1\n")
     r = run(["generate", "--config", "c.toml", "-o", "x"], tmp_path)
     assert r.returncode == 2 and "unknown keys preset_ignored" in r.stderr and not (tmp_path / "x").exists()
     (tmp_path / "c.toml").write_text('rows = 2\ncols = 5\nfmt = "fp8_e4m3fn"\n')
     r = run(["generate", "--config", "c.toml", "--cols", "3", "-o", "x"], tmp_path)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["parameters"] == {"rows": 2, "cols": 3, "fmt": "fp8_e4m3fn", "subnormals": "ftz",
-                                                  "stages": 2, "backpressure": True}
+    assert json.loads(r.stdout)["parameters"] == {
+        "rows": 2,
+        "cols": 3,
+        "fmt": "fp8_e4m3fn",
+        "subnormals": "ftz",
+        "stages": 2,
+        "backpressure": True,
+    }
     r = run(["generate", "--preset", "tpu-v1-int8-8x8", "-o", "y"], tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["parameters"]["fmt"] == "int8"
 
 
-@pytest.mark.parametrize("args,message", [
-    (["generate", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer, not '0'"),
-    (["generate", "--cols", "-1", "-o", "o"], "argument --cols: must be a positive integer, not '-1'"),
-    (["generate", "--fmt", "fp16", "-o", "o"], "argument --fmt: invalid choice: 'fp16'"),
-    (["generate", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 9; got 0"),
-    (["generate", "--stages", "10", "--block", "mac", "-o", "o"], "stages must be an integer from 0 to 9; got 10"),
-    (["generate", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
-    (["generate", "--config", "missing.toml", "-o", "o"], "--config missing.toml: no such file"),
-    (["generate", "--block", "mac", "--rows", "4", "-o", "o"], "rows does not apply to block mac"),
-    (["generate", "--preset", "bf16-8x8", "--block", "mac", "-o", "o"], "rows does not apply to block mac"),
-    (["generate", "--name", "9x", "-o", "o"], "--name '9x' is not a Verilog identifier"),
-    (["generate", "-o", ""], "must name a folder"),
-    (["generate", "--bogus", "-o", "o"], "unrecognized arguments: --bogus"),
-    (["demo", "--seed", "-3"], "argument --seed: must be an integer from 0 to"),
-    (["demo", "--vectors", "0"], "argument --vectors: must be a positive integer"),
-    (["demo", "--sim", "modelsim"], "argument --sim: invalid choice: 'modelsim'"),
-    (["demo", "--mac", "--vectors", "0"], "argument --vectors: must be a positive integer"),
-    (["demo", "--vectors", "10"], "--vectors applies to the MAC demo only (mxu demo --mac --vectors N)"),
-    (["demo", "--mac", "--rows", "4"], "--rows does not apply to the MAC demo (--mac)"),
-    (["demo", "--mac", "-o", "o"], "--out does not apply to the MAC demo (--mac)"),
-    (["demo", "--fmt", "int8"], "the MLP demo runs float formats"),
-    (["demo", "--rows", "6"], "argument --rows: must be a power of two for the GEMM engine"),
-    (["demo", "--stages", "0"], "argument --stages: must be 1..9 for the GEMM engine; got 0"),
-    ([], "the following arguments are required: COMMAND"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["generate", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer, not '0'"),
+        (["generate", "--cols", "-1", "-o", "o"], "argument --cols: must be a positive integer, not '-1'"),
+        (["generate", "--fmt", "fp16", "-o", "o"], "argument --fmt: invalid choice: 'fp16'"),
+        (["generate", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 9; got 0"),
+        (["generate", "--stages", "10", "--block", "mac", "-o", "o"], "stages must be an integer from 0 to 9; got 10"),
+        (["generate", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
+        (["generate", "--config", "missing.toml", "-o", "o"], "--config missing.toml: no such file"),
+        (["generate", "--block", "mac", "--rows", "4", "-o", "o"], "rows does not apply to block mac"),
+        (["generate", "--preset", "bf16-8x8", "--block", "mac", "-o", "o"], "rows does not apply to block mac"),
+        (["generate", "--name", "9x", "-o", "o"], "--name '9x' is not a Verilog identifier"),
+        (["generate", "-o", ""], "must name a folder"),
+        (["generate", "--bogus", "-o", "o"], "unrecognized arguments: --bogus"),
+        (["demo", "--seed", "-3"], "argument --seed: must be an integer from 0 to"),
+        (["demo", "--vectors", "0"], "argument --vectors: must be a positive integer"),
+        (["demo", "--sim", "modelsim"], "argument --sim: invalid choice: 'modelsim'"),
+        (["demo", "--mac", "--vectors", "0"], "argument --vectors: must be a positive integer"),
+        (["demo", "--vectors", "10"], "--vectors applies to the MAC demo only (mxu demo --mac --vectors N)"),
+        (["demo", "--mac", "--rows", "4"], "--rows does not apply to the MAC demo (--mac)"),
+        (["demo", "--mac", "-o", "o"], "--out does not apply to the MAC demo (--mac)"),
+        (["demo", "--fmt", "int8"], "the MLP demo runs float formats"),
+        (["demo", "--rows", "6"], "argument --rows: must be a power of two for the GEMM engine"),
+        (["demo", "--stages", "0"], "argument --stages: must be 1..9 for the GEMM engine; got 0"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+)
 def test_bad_input_one_line_exit_2_no_output(tmp_path, args, message):
     r = run(args, tmp_path)
     assert r.returncode == 2
@@ -112,8 +128,9 @@ def test_generate_without_backpressure(tmp_path):
     assert ready and ready[0]["meaning"].startswith("ignored")
     r = run(["generate", "--block", "mac", "--no-backpressure", "-o", "m"], tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip() == ("mxu: error: backpressure does not apply to block mac (from --no-backpressure, "
-                                "--preset or --config)")
+    assert r.stderr.strip() == (
+        "mxu: error: backpressure does not apply to block mac (from --no-backpressure, --preset or --config)"
+    )
     assert not (tmp_path / "m").exists()
 
 
@@ -138,12 +155,19 @@ def test_demo_summary_with_a_golden_stand_in_for_the_rtl(tmp_path, monkeypatch, 
     monkeypatch.setenv("MXU_PROGRESS", "0")
     assert main(["demo", "-o", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
-    assert ("  engine        8x8 MXU, bf16 x bf16 -> fp32 accumulate, subnormals=ftz, stages=2, "
-            "2 HBM pseudo-channels") in out
+    assert (
+        "  engine        8x8 MXU, bf16 x bf16 -> fp32 accumulate, subnormals=ftz, stages=2, 2 HBM pseudo-channels"
+    ) in out
     assert "  result        PASS: bit-exact" in out
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     c = summary["config"]
     assert (c["rows"], c["cols"], c["fmt"], c["subnormals"], c["stages"], c["pseudo_channels"]) == (
-        8, 8, "bf16", "ftz", 2, 2)
+        8,
+        8,
+        "bf16",
+        "ftz",
+        2,
+        2,
+    )
     assert c["engine"]["mxu"]["rows"] == 8 and c["engine"]["hbm"]["pseudo_channels"] == 2
     assert (tmp_path / "demo" / "digits.png").stat().st_size > 0

@@ -22,7 +22,7 @@ from sim.cli import UsageError, main
 from sim.cli.files import progress_enabled as _progress_enabled
 
 ROOT = Path(__file__).resolve().parents[1]
-UNWRITABLE = "/proc/mxu-no-such-folder"   # no file can be created under /proc, not even by root
+UNWRITABLE = "/proc/mxu-no-such-folder"  # no file can be created under /proc, not even by root
 
 
 @pytest.fixture
@@ -37,57 +37,79 @@ def work(tmp_path, monkeypatch):
     def expensive(name):
         def fail(*a, **k):
             raise AssertionError(f"{name} started for bad input")
+
         return fail
 
-    for module, name in ((sim.runner, "generate_verilog"), (sim.runner, "run_cocotb"), (sim.gemm, "run_gemms"),
-                         (sim.synth, "run_flow"), (sim.demo_mlp, "run"), (sim.demo_mlp, "train"),
-                         (sim.board, "build_bitstream")):
+    for module, name in (
+        (sim.runner, "generate_verilog"),
+        (sim.runner, "run_cocotb"),
+        (sim.gemm, "run_gemms"),
+        (sim.synth, "run_flow"),
+        (sim.demo_mlp, "run"),
+        (sim.demo_mlp, "train"),
+        (sim.board, "build_bitstream"),
+    ):
         monkeypatch.setattr(module, name, expensive(f"{module.__name__}.{name}"))
     monkeypatch.chdir(tmp_path)
     np.save("a.npy", np.ones((4, 8), np.float32))
     np.save("b.npy", np.ones((8, 3), np.float32))
-    np.save("kA.npy", np.ones((1, 16385), np.float32))      # the report's input: K = MAX_K + 1
+    np.save("kA.npy", np.ones((1, 16385), np.float32))  # the report's input: K = MAX_K + 1
     np.save("kB.npy", np.ones((16385, 1), np.float32))
-    np.save("k8A.npy", np.ones((1, 32769), np.int8))       # int8: MAX_K = 32768
+    np.save("k8A.npy", np.ones((1, 32769), np.int8))  # int8: MAX_K = 32768
     np.save("k8B.npy", np.ones((32769, 1), np.int8))
-    np.save("scalar.npy", np.float32(3.0))                  # 0-d
+    np.save("scalar.npy", np.float32(3.0))  # 0-d
     np.save("a16.npy", np.ones((4, 8), np.float16))
     np.save("oned.npy", np.ones(8, np.float32))
-    for name in ("big_a.npy", "big_b.npy"):   # 64 MiB each, sparse: only the header is read
+    for name in ("big_a.npy", "big_b.npy"):  # 64 MiB each, sparse: only the header is read
         np.lib.format.open_memmap(name, mode="w+", dtype=np.float32, shape=(4096, 4096)).flush()
     Path("file.txt").write_text("not a folder\n")
     Path("bad.toml").write_text('rows = "eight"\n')
-    os.symlink("/nonexistent/folder", "dang")             # a broken symbolic link
-    os.symlink("loop", "loop")                            # a looping one
-    os.mkfifo("fifo.npy")                                 # opening it would block
+    os.symlink("/nonexistent/folder", "dang")  # a broken symbolic link
+    os.symlink("loop", "loop")  # a looping one
+    os.mkfifo("fifo.npy")  # opening it would block
     return tmp_path
 
 
 # (arguments, environment, the message's text). Every row must fail with exit 2 before any work.
 BAD = [
     # mxu matmul: the hardware's limits on the host
-    (["matmul", "kA.npy", "kB.npy", "-o", "k.npy"], {},
-     "K = 16385 is larger than the engine's MAX_K = 16384 (one row of A must fit an A bank of "
-     "a_buffer_bytes = 32768 bytes, 2 byte(s) per bf16 element)"),
-    (["matmul", "k8A.npy", "k8B.npy", "--fmt", "int8", "-o", "k.npy"], {},
-     "K = 32769 is larger than the engine's MAX_K = 32768"),
+    (
+        ["matmul", "kA.npy", "kB.npy", "-o", "k.npy"],
+        {},
+        "K = 16385 is larger than the engine's MAX_K = 16384 (one row of A must fit an A bank of "
+        "a_buffer_bytes = 32768 bytes, 2 byte(s) per bf16 element)",
+    ),
+    (
+        ["matmul", "k8A.npy", "k8B.npy", "--fmt", "int8", "-o", "k.npy"],
+        {},
+        "K = 32769 is larger than the engine's MAX_K = 32768",
+    ),
     (["matmul", "scalar.npy", "b.npy", "-o", "k.npy"], {}, "A scalar.npy must be a 2-D matrix; got shape ()"),
     (["matmul", "a.npy", "scalar.npy", "-o", "k.npy"], {}, "B scalar.npy must be a 2-D matrix; got shape ()"),
-    (["matmul", "a.npy", "b.npy", "--rows", "32", "--cols", "32", "-o", "k.npy"], {},
-     "a 32x32 GEMM engine (1,024 PEs) is above the simulation limit of 256 PEs (16x16)"),
+    (
+        ["matmul", "a.npy", "b.npy", "--rows", "32", "--cols", "32", "-o", "k.npy"],
+        {},
+        "a 32x32 GEMM engine (1,024 PEs) is above the simulation limit of 256 PEs (16x16)",
+    ),
     (["matmul", "a.npy", "b.npy", "-o", f"{UNWRITABLE}/C.npy"], {}, "is not writable"),
     (["matmul", "a.npy", "b.npy", "-o", "file.txt/C.npy"], {}, "file.txt is not a folder"),
     (["matmul", "a.npy", "b.npy", "--waves", f"{UNWRITABLE}/w.fst", "-o", "k.npy"], {}, "--waves"),
-    (["matmul", "a.npy", "b.npy", "-o", "k.npy"], {"MXU_PROGRESS": "maybe"},
-     "MXU_PROGRESS must be one of 1, true, yes, on, 0, false, no, off; got 'maybe'"),
+    (
+        ["matmul", "a.npy", "b.npy", "-o", "k.npy"],
+        {"MXU_PROGRESS": "maybe"},
+        "MXU_PROGRESS must be one of 1, true, yes, on, 0, false, no, off; got 'maybe'",
+    ),
     # mxu demo: the report folder before training, the build and the simulation
     (["demo", "-o", UNWRITABLE], {}, f"--out {UNWRITABLE}: folder /proc is not writable"),
     (["demo", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
     (["demo", "-o", "file.txt/report"], {}, "file.txt is not a folder"),
     (["demo", "--rows", "32", "--cols", "16"], {}, "a 32x16 GEMM engine (512 PEs) is above the simulation limit"),
     # mxu generate / synth: size estimate and output folder before generation
-    (["generate", "--rows", "1000", "--cols", "1000", "-o", "g"], {},
-     "a 1000x1000 MXU needs an estimated 32.8 GiB of memory"),
+    (
+        ["generate", "--rows", "1000", "--cols", "1000", "-o", "g"],
+        {},
+        "a 1000x1000 MXU needs an estimated 32.8 GiB of memory",
+    ),
     (["generate", "--rows", "4", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
     (["generate", "--rows", "4", "-o", "file.txt/g"], {}, "file.txt is not a folder"),
     (["generate", "--config", "bad.toml", "-o", "g"], {}, "rows must be an integer from 1 to 1024; got 'eight'"),
@@ -95,8 +117,11 @@ BAD = [
     # estimate of a long row is that of the square of its side
     (["generate", "--rows", "1", "--cols", "1366", "-o", "g"], {}, "cols must be an integer from 1 to 1024; got 1366"),
     (["generate", "--rows", "1", "--cols", "1024", "-o", "g"], {}, "a 1x1024 MXU needs an estimated"),
-    (["synth", "--target", "ecp5-85k", "--rows", "1000", "--cols", "1000", "-o", "s"], {},
-     "pass --no-size-limit to generate it anyway"),
+    (
+        ["synth", "--target", "ecp5-85k", "--rows", "1000", "--cols", "1000", "-o", "s"],
+        {},
+        "pass --no-size-limit to generate it anyway",
+    ),
     (["synth", "--target", "ecp5-85k", "--rows", "2", "--cols", "2", "-o", UNWRITABLE], {}, "is not writable"),
     # found by a new-user check: paths that pass a writability probe but cannot be created, inputs
     # that block or never end, an unchecked option, names the tools reject, a device as output
@@ -109,22 +134,37 @@ BAD = [
     (["generate", "--config", "fifo.npy", "-o", "g"], {}, "--config fifo.npy: is not a regular file"),
     (["generate", "--config", "/dev/zero", "-o", "g"], {}, "--config /dev/zero: is not a regular file"),
     (["demo", "-o", "dang"], {}, "dang is a broken or looping symbolic link"),
-    (["demo", "--mac", "--vectors", "99999999999999999999"], {},
-     "argument --vectors: must be a positive integer up to 10,000,000"),
-    (["generate", "--rows", "2", "-o", "g"], {"MXU_BUILD_DIR": "/proc/nope"},
-     "MXU_BUILD_DIR /proc/nope: folder /proc is not writable"),
+    (
+        ["demo", "--mac", "--vectors", "99999999999999999999"],
+        {},
+        "argument --vectors: must be a positive integer up to 10,000,000",
+    ),
+    (
+        ["generate", "--rows", "2", "-o", "g"],
+        {"MXU_BUILD_DIR": "/proc/nope"},
+        "MXU_BUILD_DIR /proc/nope: folder /proc is not writable",
+    ),
     (["matmul", "a.npy", "b.npy", "-o", "k.npy"], {"MXU_BUILD_DIR": "/proc/nope"}, "MXU_BUILD_DIR /proc/nope"),
     (["generate", "--name", "module", "-o", "g"], {}, "--name 'module' is a Verilog keyword"),
-    (["synth", "--target", "ice40-up5k", "--block", "mac", "--name", "SB_MAC16", "-o", "s"], {},
-     "--name 'SB_MAC16' is the name of an FPGA primitive cell"),
+    (
+        ["synth", "--target", "ice40-up5k", "--block", "mac", "--name", "SB_MAC16", "-o", "s"],
+        {},
+        "--name 'SB_MAC16' is the name of an FPGA primitive cell",
+    ),
     (["generate", "--config", "no\nne.toml", "-o", "g"], {}, "--config no\\nne.toml: no such file"),
     (["board", "build", "--stages", "0", "-o", "bb"], {}, "stages must be an integer from 1 to 9; got 0"),
     (["generate", "--rows", "4_0", "-o", "g"], {}, "argument --rows: must be a positive integer, not '4_0'"),
     (["matmul", "a.npy", "b.npy", "--rows", "\uff18", "-o", "k.npy"], {}, "argument --rows: must be a power of two"),
-    (["matmul", "big_a.npy", "big_b.npy", "-o", "k.npy"], {},
-     "a 4096x4096x4096 GEMM on a 8x8 engine takes at least 1,073,"),
-    (["board", "matmul", "oned.npy", "b.npy", "--port", "loop://", "-o", "k.npy"], {},
-     "A oned.npy must be a 2-D matrix; got shape (8,)"),
+    (
+        ["matmul", "big_a.npy", "big_b.npy", "-o", "k.npy"],
+        {},
+        "a 4096x4096x4096 GEMM on a 8x8 engine takes at least 1,073,",
+    ),
+    (
+        ["board", "matmul", "oned.npy", "b.npy", "--port", "loop://", "-o", "k.npy"],
+        {},
+        "A oned.npy must be a 2-D matrix; got shape (8,)",
+    ),
     # mxu board build: the output folder before synthesis
     (["board", "build", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
     (["board", "build", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
@@ -143,7 +183,7 @@ def test_bad_input_exits_2_before_any_work(work, capsys, monkeypatch, args, env,
     assert rc == 2, err
     assert err.startswith("mxu: error: ") and err.count("\n") == 1 and message in err, err
     assert out == ""
-    assert sorted(p.name for p in work.iterdir()) == before    # nothing written, no folder made
+    assert sorted(p.name for p in work.iterdir()) == before  # nothing written, no folder made
     assert seconds < 5, f"{seconds:.1f} s: some work started before the check"
 
 
@@ -153,9 +193,14 @@ def test_k_above_max_k_in_a_fresh_process_returns_at_once(tmp_path):
     np.save(tmp_path / "kA.npy", np.ones((1, 16385), np.float32))
     np.save(tmp_path / "kB.npy", np.ones((16385, 1), np.float32))
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "sim.cli", "matmul", "kA.npy", "kB.npy", "-o", "k.npy"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MXU_PROGRESS": "1"})
+    r = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "matmul", "kA.npy", "kB.npy", "-o", "k.npy"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MXU_PROGRESS": "1"},
+    )
     assert time.perf_counter() - t0 < 30
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("mxu: error: K = 16385 is larger than the engine's MAX_K = 16384")
@@ -183,7 +228,7 @@ def test_outputs_appear_together_or_not_at_all(work, capsys, monkeypatch):
     (work / "g" / "b.txt").write_text("old b\n")
     real = os.replace
 
-    def replace(src, dst):   # b.txt is immutable (chattr +i): it can be neither moved nor replaced
+    def replace(src, dst):  # b.txt is immutable (chattr +i): it can be neither moved nor replaced
         if work / "g" / "b.txt" in (Path(src), Path(dst)):
             raise PermissionError(1, "Operation not permitted")
         return real(src, dst)
@@ -221,6 +266,7 @@ def test_mxu_progress_values(monkeypatch):
 def test_float16_inputs_are_documented_and_accepted(work, capsys, monkeypatch):
     """float16 operands pass the input checks (the run itself is replaced here): the help says so."""
     from sim.cli.files import load_npy, operand
+
     a = operand(load_npy(Path("a16.npy"), "A"), "A", Path("a16.npy"), "bf16", False)
     assert a.dtype.name == "bfloat16" and a.shape == (4, 8)
     with pytest.raises(SystemExit):
@@ -242,6 +288,7 @@ def test_size_estimates_follow_the_measured_table():
     import json
 
     from sim import size
+
     measured = json.loads((ROOT / "bench" / "results" / "mxu_scale.json").read_text())["generation"]
     assert [(r["size"], r["generate_s"], r["peak_rss_mib"]) for r in measured] == list(size.GENERATION_MEASURED)
     for r in measured:
@@ -249,6 +296,6 @@ def test_size_estimates_follow_the_measured_table():
         assert (est.seconds, est.mib) == pytest.approx((r["generate_s"], r["peak_rss_mib"]))
     e256, e512 = size.generation_estimate(256, 256), size.generation_estimate(512, 512)
     assert e256.mib == pytest.approx(181.4 + 5 * (593.7 - 181.4)) and e512.mib > 8192 > e256.mib
-    assert size.check_generation_size(256, 256) == e256   # the tpu-v1-int8-256x256 preset stays allowed
+    assert size.check_generation_size(256, 256) == e256  # the tpu-v1-int8-256x256 preset stays allowed
     with pytest.raises(ValueError, match="^a 512x512 MXU"):
         size.check_generation_size(512, 512)

@@ -31,10 +31,12 @@ def expected_bits(job, fmt, subnormals):
     """The golden bits of a sim.gemm.GemmJob."""
     return golden_bits(job.a, job.b, job.c, fmt=fmt, subnormals=subnormals, out=job.out)
 
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+
 
 def save(path: Path, array) -> str:
     np.save(path, array, allow_pickle=True)
@@ -55,6 +57,7 @@ def bad_call(args, capsys, monkeypatch):
 
 
 # ---- bad input ---------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def files(tmp_path, monkeypatch):
@@ -82,7 +85,7 @@ def files(tmp_path, monkeypatch):
     save(tmp_path / "b_empty.npy", np.ones((13, 0), np.float32))
     (tmp_path / "a.txt").write_text("1 2 3\n4 5 6\n")
     whole = (tmp_path / "a.npy").read_bytes()
-    (tmp_path / "a_trunc.npy").write_bytes(whole[:len(whole) // 2])
+    (tmp_path / "a_trunc.npy").write_bytes(whole[: len(whole) // 2])
     (tmp_path / "a_header.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': <f4   \n")
     np.savez(tmp_path / "a.npz", a=np.ones((2, 2)))
     (tmp_path / "folder").mkdir()
@@ -156,8 +159,13 @@ def test_bad_output_paths(files, capsys, monkeypatch):
 
 def test_bad_input_in_a_fresh_process_has_no_traceback(files):
     """The console path (no pytest capture): one line, status 2, nothing written."""
-    r = subprocess.run([sys.executable, "-m", "sim.cli", "matmul", "a.npy", "b12.npy", "-o", "C.npy"], cwd=files,
-                       capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "matmul", "a.npy", "b12.npy", "-o", "C.npy"],
+        cwd=files,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == "mxu: error: A is 7x13 but B is 12x21: inner dimensions (K) differ\n"
     assert not (files / "C.npy").exists()
@@ -175,15 +183,34 @@ def test_help_documents_the_contract(capsys):
 def test_preset_gives_engine_parameters(files, capsys, monkeypatch):
     """--preset fills rows, cols, fmt, subnormals and stages; explicit options win (no simulator:
     the run stops at the int8 input check, which needs the preset's fmt)."""
-    rc, _, err = bad_call(["matmul", "a.npy", "b.npy", "--preset", "tpu-v1-int8-8x8", "-o", "C.npy"],
-                          capsys, monkeypatch)
+    rc, _, err = bad_call(
+        ["matmul", "a.npy", "b.npy", "--preset", "tpu-v1-int8-8x8", "-o", "C.npy"], capsys, monkeypatch
+    )
     assert rc == 2 and "--fmt int8 takes integer arrays" in err
-    rc, _, err = bad_call(["matmul", "a.npy", "b.npy", "--preset", "tpu-v1-int8-8x8", "--fmt", "bf16",
-                           "--out-fmt", "bf16", "--stages", "10", "-o", "C.npy"], capsys, monkeypatch)
+    rc, _, err = bad_call(
+        [
+            "matmul",
+            "a.npy",
+            "b.npy",
+            "--preset",
+            "tpu-v1-int8-8x8",
+            "--fmt",
+            "bf16",
+            "--out-fmt",
+            "bf16",
+            "--stages",
+            "10",
+            "-o",
+            "C.npy",
+        ],
+        capsys,
+        monkeypatch,
+    )
     assert rc == 2 and "--stages: must be 1..9" in err
 
 
 # ---- the command's checking and output, with a stand-in for the RTL ----------------------------------
+
 
 def fake_engine(monkeypatch, *, flip=None, status=2):
     """Replace run_gemms by the golden model (status 2 = STATUS.DONE, as the testbench returns it);
@@ -234,9 +261,31 @@ def test_report_fields_and_outputs(files, capsys, monkeypatch):
     fake_engine(monkeypatch)
     assert main(["matmul", "a.npy", "b.npy", "--c", "c.npy", "--rows", "16", "--cols", "4", "-o", "C.npy"]) == 0
     report = json.loads(capsys.readouterr().out)
-    for key in ("m", "k", "n", "rows", "cols", "fmt", "subnormals", "sim", "cycles", "predicted_cycles",
-                "engine_model_cycles", "ideal_cycles", "scalesim_cycles", "utilization", "bitexact", "mismatches",
-                "wall_s", "status", "engine_error", "pseudo_channels", "out_fmt", "stages", "perf"):
+    for key in (
+        "m",
+        "k",
+        "n",
+        "rows",
+        "cols",
+        "fmt",
+        "subnormals",
+        "sim",
+        "cycles",
+        "predicted_cycles",
+        "engine_model_cycles",
+        "ideal_cycles",
+        "scalesim_cycles",
+        "utilization",
+        "bitexact",
+        "mismatches",
+        "wall_s",
+        "status",
+        "engine_error",
+        "pseudo_channels",
+        "out_fmt",
+        "stages",
+        "perf",
+    ):
         assert key in report
     assert (report["rows"], report["cols"], report["cycles"], report["status"]) == (16, 4, 1234, 2)
     assert report["predicted_cycles"] == gemm_cycles(7, 13, 21, 16, 4, 2)
@@ -253,18 +302,19 @@ def test_report_fields_and_outputs(files, capsys, monkeypatch):
     capsys.readouterr()
     assert main(["matmul", "a_i8.npy", "b_i8.npy", "--preset", "tpu-v1-int8-8x8", "-o", "Ci.npy"]) == 0
     assert np.load("Ci.npy").dtype == np.int32 and (np.load("Ci.npy") == 13).all()
-    assert json.loads(capsys.readouterr().out)["out_fmt"] == "int32"   # int8 results are int32, not fp32
+    assert json.loads(capsys.readouterr().out)["out_fmt"] == "int32"  # int8 results are int32, not fp32
     assert not [p for p in files.iterdir() if p.name.startswith(".")]
 
 
 # ---- golden helpers of the command (no RTL) --------------------------------------------------------
+
 
 def test_expected_bits_canonical_nan_and_bf16_output():
     from sim.gemm import GemmJob
     from verif.golden import to_format
 
     a = to_format(np.array([[np.nan, 1.0], [np.inf, 1.0], [1.0, 1.0]], np.float32), "bf16")
-    b = to_format(np.array([[0.0], [1.0 + 2**-8]], np.float32), "bf16")   # 1 + 2^-8 is not a bf16: 1.0
+    b = to_format(np.array([[0.0], [1.0 + 2**-8]], np.float32), "bf16")  # 1 + 2^-8 is not a bf16: 1.0
     fp32 = expected_bits(GemmJob(a, b), "bf16", "ftz")
     assert fp32.dtype == np.uint32 and fp32[:, 0].tolist() == [0x7FC00000, 0x7FC00000, 0x3F800000]
     bf16 = expected_bits(GemmJob(a, b, out="bf16"), "bf16", "ftz")
@@ -273,10 +323,13 @@ def test_expected_bits_canonical_nan_and_bf16_output():
 
 # ---- end to end --------------------------------------------------------------------------------
 
-SPECIAL_BF16 = np.array([0x0000, 0x8000, 0x0001, 0x8070, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F7F, 0x0080,
-                         0x3F80, 0xBF80], np.uint16)
-SPECIAL_F32 = np.array([0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
-                        0x7F7FFFFF, 0x00800000], np.uint32)
+SPECIAL_BF16 = np.array(
+    [0x0000, 0x8000, 0x0001, 0x8070, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F7F, 0x0080, 0x3F80, 0xBF80], np.uint16
+)
+SPECIAL_F32 = np.array(
+    [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F7FFFFF, 0x00800000],
+    np.uint32,
+)
 
 
 def random_operand(rng, fmt: str, shape, specials: float = 0.03) -> np.ndarray:
@@ -299,15 +352,20 @@ def random_operand(rng, fmt: str, shape, specials: float = 0.03) -> np.ndarray:
 
 def random_acc(rng, fmt: str, shape, specials: float = 0.03) -> np.ndarray:
     if fmt == "int8":
-        return rng.integers(-2**31, 2**31, shape).astype(np.int32)
+        return rng.integers(-(2**31), 2**31, shape).astype(np.int32)
     x = (rng.standard_normal(shape) * 8).astype(np.float32).view(np.uint32)
     return np.where(rng.random(shape) < specials, rng.choice(SPECIAL_F32, shape), x).astype(np.uint32).view(np.float32)
 
 
 def random_job(rng, fmt, m, k, n, *, c=False, out="fp32", specials=0.03):
     from sim.gemm import GemmJob
-    return GemmJob(random_operand(rng, fmt, (m, k), specials), random_operand(rng, fmt, (k, n), specials),
-                   random_acc(rng, fmt, (m, n), specials) if c else None, out)
+
+    return GemmJob(
+        random_operand(rng, fmt, (m, k), specials),
+        random_operand(rng, fmt, (k, n), specials),
+        random_acc(rng, fmt, (m, n), specials) if c else None,
+        out,
+    )
 
 
 def check_run(jobs, params, simulator):
@@ -315,8 +373,10 @@ def check_run(jobs, params, simulator):
     from sim.gemm import run_gemms
 
     results, info = run_gemms(jobs, params, sim=simulator, progress=False)
-    print(f"{simulator} {params}: {len(jobs)} GEMMs, {info.get('sim_cycles')} cycles, "
-          f"build {info.get('build_s')} s, wall {info.get('wall_s')} s")
+    print(
+        f"{simulator} {params}: {len(jobs)} GEMMs, {info.get('sim_cycles')} cycles, "
+        f"build {info.get('build_s')} s, wall {info.get('wall_s')} s"
+    )
     assert len(results) == len(jobs)
     for i, (job, res) in enumerate(zip(jobs, results)):
         shape = f"{job.a.shape[0]}x{job.a.shape[1]}x{job.b.shape[1]}"
@@ -325,8 +385,10 @@ def check_run(jobs, params, simulator):
         gold = expected_bits(job, params.mxu.fmt, params.mxu.subnormals)
         assert rtl.shape == gold.shape, f"job {i} ({shape}): result shape {rtl.shape}"
         bad = compare_bits(rtl, gold)
-        assert not bad, (f"job {i} ({shape}, {params.mxu.fmt}, {params.mxu.subnormals}, out {job.out}): {len(bad)} "
-                         f"mismatches; first at {bad[0]}: rtl 0x{int(rtl[bad[0]]):x}, golden 0x{int(gold[bad[0]]):x}")
+        assert not bad, (
+            f"job {i} ({shape}, {params.mxu.fmt}, {params.mxu.subnormals}, out {job.out}): {len(bad)} "
+            f"mismatches; first at {bad[0]}: rtl 0x{int(rtl[bad[0]]):x}, golden 0x{int(gold[bad[0]]):x}"
+        )
     return results
 
 
@@ -341,11 +403,10 @@ def special_jobs():
     from sim.gemm import GemmJob
 
     one, m_one, inf, m_inf, nan, zero, m_zero = 0x3F80, 0xBF80, 0x7F80, 0xFF80, 0x7FC0, 0x0000, 0x8000
-    big, sub = 0x7F7F, 0x0001          # bf16 max finite; smallest bf16 subnormal (2^-133)
-    tiny = 0x1F80                       # 2^-64: tiny * tiny = 2^-128, an fp32 subnormal
+    big, sub = 0x7F7F, 0x0001  # bf16 max finite; smallest bf16 subnormal (2^-133)
+    tiny = 0x1F80  # 2^-64: tiny * tiny = 2^-128, an fp32 subnormal
     # Each row of A against B = [[1], [1]] (K = 2): one chain acc = 0 + a0*1 + a1*1 per row.
-    a = bf16([[nan, one], [inf, m_inf], [inf, one], [big, big], [m_zero, m_zero], [one, m_one],
-              [sub, zero]])
+    a = bf16([[nan, one], [inf, m_inf], [inf, one], [big, big], [m_zero, m_zero], [one, m_one], [sub, zero]])
     b = bf16([[one], [one]])
     ftz = [0x7FC00000, 0x7FC00000, 0x7F800000, 0x7F800000, 0x00000000, 0x00000000, 0x00000000]
     ieee = [0x7FC00000, 0x7FC00000, 0x7F800000, 0x7F800000, 0x00000000, 0x00000000, 0x00010000]
@@ -362,8 +423,13 @@ def special_jobs():
     jobs.append((GemmJob(a3, b3, c3), [0x00000000, 0x80000000], [0x00200000, 0x80000000]))
     # Initial C with NaN / inf / -0 and a zero product; +0 initial (no C) with a -0 product gives +0.
     c4 = np.array([[np.nan], [-np.inf], [-0.0]], np.float32)
-    jobs.append((GemmJob(bf16([[zero], [one], [m_zero]]), bf16([[one]]), c4),
-                 [0x7FC00000, 0xFF800000, 0x80000000], [0x7FC00000, 0xFF800000, 0x80000000]))
+    jobs.append(
+        (
+            GemmJob(bf16([[zero], [one], [m_zero]]), bf16([[one]]), c4),
+            [0x7FC00000, 0xFF800000, 0x80000000],
+            [0x7FC00000, 0xFF800000, 0x80000000],
+        )
+    )
     jobs.append((GemmJob(bf16([[m_zero]]), bf16([[one]])), [0x00000000], [0x00000000]))
     return jobs
 
@@ -393,7 +459,7 @@ def test_engine_shapes_and_specials(simulator, seed):
     jobs = shape_jobs(rng, "bf16", 8, 8, big=simulator == "verilator")
     specials = special_jobs()
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
-    for (_job, ftz, _), res in zip(specials, results[len(jobs):]):
+    for (_job, ftz, _), res in zip(specials, results[len(jobs) :]):
         assert result_bits(res.bits, "fp32")[:, 0].tolist() == ftz
 
 
@@ -405,11 +471,17 @@ ICARUS_FIRST = [pytest.param("icarus"), pytest.param("verilator", marks=pytest.m
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("simulator", ICARUS_FIRST, indirect=True)
-@pytest.mark.parametrize("fmt,subnormals", [
-    ("bf16", "ieee"), ("fp8_e4m3fn", "ftz"), ("fp8_e5m2", "ieee"), ("int8", "ftz"),
-    pytest.param("fp8_e4m3fn", "ieee", marks=pytest.mark.soak),
-    pytest.param("fp8_e5m2", "ftz", marks=pytest.mark.soak),
-])
+@pytest.mark.parametrize(
+    "fmt,subnormals",
+    [
+        ("bf16", "ieee"),
+        ("fp8_e4m3fn", "ftz"),
+        ("fp8_e5m2", "ieee"),
+        ("int8", "ftz"),
+        pytest.param("fp8_e4m3fn", "ieee", marks=pytest.mark.soak),
+        pytest.param("fp8_e5m2", "ftz", marks=pytest.mark.soak),
+    ],
+)
 def test_engine_formats(fmt, subnormals, simulator, seed):
     """Every input format and both subnormal modes (bf16 ftz is the default engine above) on a 4x4
     engine: random GEMMs with special values, an initial C, bf16 output; the hand-made bf16
@@ -420,11 +492,16 @@ def test_engine_formats(fmt, subnormals, simulator, seed):
     params = EngineConfig.from_options(rows=4, cols=4, fmt=fmt, subnormals=subnormals)
     jobs = shape_jobs(rng, fmt, 4, 4, big=False)
     if fmt == "int8":  # INT32_MAX + 100*100 and INT32_MIN - 100*100 wrap
-        jobs.append(GemmJob(np.array([[100]], np.int8), np.array([[100, -100]], np.int8),
-                            np.array([[2**31 - 1, -2**31]], np.int32)))
+        jobs.append(
+            GemmJob(
+                np.array([[100]], np.int8),
+                np.array([[100, -100]], np.int8),
+                np.array([[2**31 - 1, -(2**31)]], np.int32),
+            )
+        )
     specials = special_jobs() if fmt == "bf16" else []
     results = check_run(jobs + [j for j, _, _ in specials], params, simulator)
-    for (_job, ftz, ieee), res in zip(specials, results[len(jobs):]):
+    for (_job, ftz, ieee), res in zip(specials, results[len(jobs) :]):
         assert result_bits(res.bits, "fp32")[:, 0].tolist() == (ieee if subnormals == "ieee" else ftz)
     if fmt == "int8":
         assert result_bits(results[len(jobs) - 1].bits, "fp32").tolist() == [[0x8000270F, 0x7FFFD8F0]]
@@ -455,7 +532,7 @@ def test_matmul_command_end_to_end(simulator, seed, tmp_path, monkeypatch, capsy
 
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((7, 13))                      # float64: rounded once into bf16
+    a = rng.standard_normal((7, 13))  # float64: rounded once into bf16
     b = rng.standard_normal((13, 21)).astype(np.float32)
     c = rng.standard_normal((7, 21)).astype(np.float32)
     a[0, 0], b[1, 1], c[2, 2] = np.nan, -np.inf, -0.0
@@ -476,9 +553,9 @@ def test_matmul_command_end_to_end(simulator, seed, tmp_path, monkeypatch, capsy
     assert report["cycles"] >= report["engine_model_cycles"] >= report["predicted_cycles"] > 0
     assert report["scalesim_cycles"] == 2 * 3 * (16 + 8 + 7 - 2)
     assert report["utilization"] == round(7 * 13 * 21 / 64 / report["cycles"], 4)
-    perf = report["perf"]   # the engine's counters: one FEED per beat, the rest inside CYCLES
+    perf = report["perf"]  # the engine's counters: one FEED per beat, the rest inside CYCLES
     assert perf["perf_feed"] == 7 * 2 * 3 and 0 < report["cycles"] - sum(perf.values()) <= 64, perf
-    assert not list(tmp_path.glob("out/.*"))                # no temporary file left behind
+    assert not list(tmp_path.glob("out/.*"))  # no temporary file left behind
     if simulator != "verilator":
         return
     abits = to_format(a, "bf16").view(np.uint16)

@@ -37,9 +37,6 @@ DTYPES = {
 SRC = {"float32": (np.float32, np.uint32, FP32), "float64": (np.float64, np.uint64, FP64)}
 
 
-
-
-
 def to_bits(x, fmt, *, saturate=False, **kw):
     """Call golden.to_format and return the result as raw bits (checks the dtype)."""
     dt, ut, _ = DTYPES[fmt]
@@ -99,8 +96,10 @@ SNAN32 = [0x7F800001, 0xFF800001, 0x7F80FFFF, 0x7FBFFFFF, 0x7FC00000, 0xFFFFFFFF
 SNAN64 = [0x7FF0000000000001, 0xFFF0000000000001, 0x7FF00000FFFFFFFF, 0x7FF8000000000000]
 
 
-@pytest.mark.parametrize("fmt, saturate", [("bf16", False), ("fp8_e4m3fn", False), ("fp8_e4m3fn", True),
-                                            ("fp8_e5m2", False), ("fp8_e5m2", True)])
+@pytest.mark.parametrize(
+    "fmt, saturate",
+    [("bf16", False), ("fp8_e4m3fn", False), ("fp8_e4m3fn", True), ("fp8_e5m2", False), ("fp8_e5m2", True)],
+)
 def test_nan_stays_nan(fmt, saturate):
     """Signalling NaNs (whose payload truncates to zero) become a NaN of the target, never inf."""
     for src, pats in (("float32", SNAN32), ("float64", SNAN64)):

@@ -38,8 +38,13 @@ def directives() -> list[tuple[str, str, str]]:
 def built(tmp_path_factory) -> Path:
     """The manual built into a temporary folder with warnings as errors (as ``make docs``)."""
     out = tmp_path_factory.mktemp("docs")
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS),
-                           str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS), str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stdout}\n{proc.stderr}"
     return out
 
@@ -122,8 +127,13 @@ def shown(value: float, decimals: int, percent: bool, candidates: list[float]) -
 
 def test_every_measured_page_has_tables():
     pages = {p for p, _, _ in directives()}
-    assert {"performance/engine", "performance/mxu", "performance/arithmetic", "performance/hbm",
-            "performance/fpga"} <= pages
+    assert {
+        "performance/engine",
+        "performance/mxu",
+        "performance/arithmetic",
+        "performance/hbm",
+        "performance/fpga",
+    } <= pages
 
 
 @pytest.mark.parametrize(("page", "kind", "source"), directives(), ids=lambda x: str(x))
@@ -137,7 +147,8 @@ def test_table_numbers_come_from_one_json_record(page, kind, source):
     for row in table.rows:
         shown_numbers = [n for i, cell in enumerate(row) if i not in skip for n in numbers_in(cell)]
         assert any(all(shown(v, d, p, cand) for v, d, p in shown_numbers) for cand in candidates), (
-            f"{page}: row {row} of {kind} shows a number that no single record of {source} holds")
+            f"{page}: row {row} of {kind} shows a number that no single record of {source} holds"
+        )
 
 
 TABLES_MANY = {k: many for k, (_, many) in tables.TABLES.items()}

@@ -29,8 +29,9 @@ def random_job(rng, fmt, m, k, n, *, load_c=False, out_bf16=False, specials=0.05
 
 
 def expected_bits(job, fmt, subnormals):
-    return golden_bits(job["a"], job["b"], job.get("c"), fmt=fmt, subnormals=subnormals,
-                       out="bf16" if job.get("out_bf16") else "fp32")
+    return golden_bits(
+        job["a"], job["b"], job.get("c"), fmt=fmt, subnormals=subnormals, out="bf16" if job.get("out_bf16") else "fp32"
+    )
 
 
 def check(cfg, jobs, results):
@@ -40,8 +41,10 @@ def check(cfg, jobs, results):
         got = r["d"]
         bad = np.argwhere(got != want)
         first = tuple(bad[0]) if bad.size else None
-        assert bad.size == 0, (f"job {j} {job['a'].shape}x{job['b'].shape}: {len(bad)} mismatches, first at "
-                               f"{first}: got 0x{int(got[first]):x} want 0x{int(want[first]):x}")
+        assert bad.size == 0, (
+            f"job {j} {job['a'].shape}x{job['b'].shape}: {len(bad)} mismatches, first at "
+            f"{first}: got 0x{int(got[first]):x} want 0x{int(want[first]):x}"
+        )
         assert r["stray_writes"] == 0, f"job {j}: {r['stray_writes']} bytes written outside the result"
         assert r["bytes_written"] == want.size * want.itemsize, f"job {j}: result bytes not all written"
         check_perf(cfg, job, r, j)
@@ -61,28 +64,33 @@ def check_perf(cfg, job, r, j=0):
 
 # (fmt, subnormals, rows, cols, m_block, acc_entries): each hits a different buffer geometry
 CONFIGS = [
-    ("bf16", "ftz", 2, 2, 8, 16),       # chunks of 4 B (8 per beat), entries 8 B (4 per beat)
-    ("bf16", "ieee", 4, 8, 16, 32),     # fp32 entry = one beat, bf16 entry = half a beat
+    ("bf16", "ftz", 2, 2, 8, 16),  # chunks of 4 B (8 per beat), entries 8 B (4 per beat)
+    ("bf16", "ieee", 4, 8, 16, 32),  # fp32 entry = one beat, bf16 entry = half a beat
     ("fp8_e4m3fn", "ftz", 4, 4, 4, 8),  # tiny m-blocks: the K-chain dependency stalls the feeder
     ("fp8_e5m2", "ieee", 2, 4, 8, 16),
     ("int8", "ftz", 4, 2, 8, 16),
-    ("bf16", "ftz", 1, 16, 8, 16),      # fp32 entry = two beats, weight row = one beat
-    ("bf16", "ftz", 16, 1, 8, 16),      # A chunk = one beat
+    ("bf16", "ftz", 1, 16, 8, 16),  # fp32 entry = two beats, weight row = one beat
+    ("bf16", "ftz", 16, 1, 8, 16),  # A chunk = one beat
 ]
 
 
-@pytest.mark.parametrize("fmt,subnormals,rows,cols,m_block,acc", CONFIGS,
-                         ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-mb{c[4]}" for c in CONFIGS])
+@pytest.mark.parametrize(
+    "fmt,subnormals,rows,cols,m_block,acc", CONFIGS, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-mb{c[4]}" for c in CONFIGS]
+)
 def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed):
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
-    cfg = EngineConfig(mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt, subnormals=subnormals), hbm=HBM1,
-                       m_block=m_block, acc_entries=acc, a_buffer_bytes=256)
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt, subnormals=subnormals),
+        hbm=HBM1,
+        m_block=m_block,
+        acc_entries=acc,
+        a_buffer_bytes=256,
+    )
     shapes = [(1, 1, 1), (m_block + 3, 2 * rows + 1, 2 * cols + 1), (3, 5 * rows, cols), (1, 3, 3 * cols + 2)]
     jobs = []
     for i, (m, k, n) in enumerate(shapes):
-        jobs.append(random_job(rng, fmt, m, k, n, load_c=i % 2 == 1,
-                               out_bf16=(fmt != "int8" and i % 3 == 2)))
+        jobs.append(random_job(rng, fmt, m, k, n, load_c=i % 2 == 1, out_bf16=(fmt != "int8" and i % 3 == 2)))
     results = run_engine_amaranth(cfg, jobs, seed=seed, stall_p=0.3)
     check(cfg, jobs, results)
 
@@ -95,12 +103,13 @@ def test_first_block_passes_and_ramp(n, ramp, seed):
     RTL's A reads are compared beat by beat with the rule (and so with verif.cycles.engine_blocking),
     results bit-exact under random stalls."""
     from verif.cycles import engine_blocking
+
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     cfg = EngineConfig(mxu=MXUConfig(rows=8, cols=1), hbm=HBM1, m_block=32, acc_entries=32, a_buffer_bytes=4096)
     m, k = 100, 40
     blocks = engine_blocking(m, k, n, cfg)["m_blocks"]
-    assert cfg.first_block_rows == 18       # D + 2 = 16 + 2 > 2R + C - 1 = 16
+    assert cfg.first_block_rows == 18  # D + 2 = 16 + 2 > 2R + C - 1 = 16
     assert blocks == ([18, 18, 27, 21, 16] if ramp else [18, 32, 32, 18])
     jobs = [random_job(rng, "bf16", m, k, n, load_c=True)]
     res = run_engine_amaranth(cfg, jobs, seed=seed, stall_p=0.2)
@@ -132,6 +141,7 @@ def test_blocking_looks_ahead_when_a_bank_rows_are_few(seed):
     bit-exact under random stalls. The 16x16 rule: 256^3 in blocks 49, 64, 49, 47, 47 and the
     engine blocking costs nothing over the array model (65,600 cycles; 68,891 before)."""
     from verif.cycles import engine_array_cycles, engine_blocking
+
     print(f"seed {seed}")
     cfg16 = EngineConfig.from_options(rows=16, cols=16)
     assert engine_blocking(256, 256, 256, cfg16)["m_blocks"] == [49, 64, 49, 47, 47]
@@ -153,6 +163,7 @@ def test_many_m_blocks_pass_through_the_sequencer_table(seed):
     sequencer back: counted, the run hangs after 8 blocks), 165x5x7 with C0 and bf16 output 21
     blocks; bit-exact under random stalls, and the A reads follow ``engine_blocking`` beat by beat."""
     from verif.cycles import engine_blocking
+
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=2), hbm=HBM1, m_block=8, acc_entries=16, a_buffer_bytes=256)
@@ -178,7 +189,7 @@ def test_padding_keeps_negative_zero():
     """-0 results survive K padding: (-0) * (+0) padding products add -0, never +0."""
     cfg = EngineConfig(mxu=MXUConfig(rows=4, cols=4), hbm=HBM1, m_block=8, acc_entries=16)
     a = to_format(np.array([[-0.0, 1.0, 0.0]], dtype=np.float32), "bf16")
-    b = to_format(np.array([[1.0], [-0.0], [5.0]], dtype=np.float32), "bf16")   # -0 + -0 + 0*5=+0 -> +0
+    b = to_format(np.array([[1.0], [-0.0], [5.0]], dtype=np.float32), "bf16")  # -0 + -0 + 0*5=+0 -> +0
     c0 = np.array([[-0.0]], dtype=np.float32)
     jobs = [{"a": a[:, :2], "b": b[:2], "c": c0}, {"a": a[:, :1], "b": b[:1], "c": c0}]
     res = run_engine_amaranth(cfg, jobs)
@@ -187,20 +198,38 @@ def test_padding_keeps_negative_zero():
 
 
 ERR_CASES = {
-    "zero_m": ({"M": 0}, 1), "zero_k": ({"K": 0}, 1), "zero_n": ({"N": 0}, 1),
-    "m_too_large": ({"M": 1 << 20}, 2), "k_above_max_k": ({"K": 513}, 2),
+    "zero_m": ({"M": 0}, 1),
+    "zero_k": ({"K": 0}, 1),
+    "zero_n": ({"N": 0}, 1),
+    "m_too_large": ({"M": 1 << 20}, 2),
+    "k_above_max_k": ({"K": 513}, 2),
     "bf16_out_int8": (None, 3),
-    "a_base_misaligned": ({"A_BASE": 0x1010}, 4), "d_stride_misaligned": ({"D_STRIDE": 48}, 4),
-    "a_stride_short": ({"A_STRIDE": 0}, 5), "d_stride_short": ({"N": 9}, 5),
-    "b_past_end": ({"B_BASE": (1 << 28) - 32}, 6), "d_past_end": ({"M": 1 << 19, "D_STRIDE": 1 << 12}, 6),
+    "a_base_misaligned": ({"A_BASE": 0x1010}, 4),
+    "d_stride_misaligned": ({"D_STRIDE": 48}, 4),
+    "a_stride_short": ({"A_STRIDE": 0}, 5),
+    "d_stride_short": ({"N": 9}, 5),
+    "b_past_end": ({"B_BASE": (1 << 28) - 32}, 6),
+    "d_past_end": ({"M": 1 << 19, "D_STRIDE": 1 << 12}, 6),
 }
 
 
 def test_bad_descriptors_set_error_and_return_to_idle():
     """Every bad descriptor: DONE with the ERROR code, irq, idle again, and a good GEMM afterwards."""
     cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=2), hbm=HBM1, m_block=4, acc_entries=8, a_buffer_bytes=1024)
-    base = {"M": 2, "K": 3, "N": 8, "FLAGS": 0, "A_BASE": 0x1000, "A_STRIDE": 32, "B_BASE": 0x2000,
-            "B_STRIDE": 32, "C_BASE": 0x3000, "C_STRIDE": 32, "D_BASE": 0x4000, "D_STRIDE": 32}
+    base = {
+        "M": 2,
+        "K": 3,
+        "N": 8,
+        "FLAGS": 0,
+        "A_BASE": 0x1000,
+        "A_STRIDE": 32,
+        "B_BASE": 0x2000,
+        "B_STRIDE": 32,
+        "C_BASE": 0x3000,
+        "C_STRIDE": 32,
+        "D_BASE": 0x4000,
+        "D_STRIDE": 32,
+    }
     jobs, want = [], []
     for name, (change, code) in ERR_CASES.items():
         regs = dict(base, **(change or {}))
@@ -217,8 +246,9 @@ def test_bad_descriptors_set_error_and_return_to_idle():
         assert r["cycles"] < 20, f"{name}: {r['cycles']} cycles to report a descriptor error"
     check(cfg, [good], res[-1:])
     # int8 with bf16 output
-    cfg8 = EngineConfig(mxu=MXUConfig(rows=2, cols=2, fmt="int8"), hbm=HBM1, m_block=4, acc_entries=8,
-                        a_buffer_bytes=1024)
+    cfg8 = EngineConfig(
+        mxu=MXUConfig(rows=2, cols=2, fmt="int8"), hbm=HBM1, m_block=4, acc_entries=8, a_buffer_bytes=1024
+    )
     regs = dict(base, FLAGS=2)
     r = run_engine_amaranth(cfg8, [{"writes": [(REG[k].offset, v) for k, v in regs.items()]}])[0]
     assert r["status"] == (3 << 4) | 0b10
@@ -249,6 +279,7 @@ def test_cycle_model_blocking_matches_the_rtl_rule():
     """verif.cycles.engine_blocking: every block <= Mbmax, the blocks cover M, none shorter than
     2R + C - 1 when M allows, and the group covers the K-chain distance."""
     from verif.cycles import engine_blocking
+
     cfg = EngineConfig(mxu=MXUConfig(rows=8, cols=8))
     minm = 23
     for m in (1, 22, 23, 46, 47, 64, 100, 128, 129, 150, 151, 250, 1000):
@@ -257,7 +288,7 @@ def test_cycle_model_blocking_matches_the_rtl_rule():
         if m >= 2 * minm:
             assert min(b["m_blocks"]) >= minm, (m, b["m_blocks"])
         assert b["g"] * b["mb_max"] >= min(cfg.mxu.latency_cycles + 16, 8 * b["mb_max"])
-    assert engine_blocking(64, 64, 64, cfg)["m_blocks"] == [25, 39]       # first: D + 2 = 25 rows
+    assert engine_blocking(64, 64, 64, cfg)["m_blocks"] == [25, 39]  # first: D + 2 = 25 rows
     # groups: 2 n-blocks for the 25-row block (25 < D + 16 = 39 beats), 1 for the 39-row one
     assert engine_blocking(64, 64, 64, cfg)["block_g"] == [2, 1]
     assert engine_blocking(1, 256, 256, cfg)["g"] == 32

@@ -32,6 +32,7 @@ def test_padded_strides_and_no_stray_bytes(simulator, seed):
         jobs.append(GemmJob(a, b, c, out="bf16" if n == 3 else "fp32"))
     results, info = run_gemms(jobs, SMALL, sim=simulator, progress=False, pad_bytes=64)
     from verif.golden import fp32_to_bf16_bits
+
     for job, r in zip(jobs, results):
         assert r.status == 0b10, hex(r.status)
         g = matmul(job.a, job.b, job.c)
@@ -45,10 +46,22 @@ def test_padded_strides_and_no_stray_bytes(simulator, seed):
 def test_bad_descriptor_through_the_register_port(simulator):
     """A zero dimension and a range past the end of memory: DONE with the ERROR code, within a few
     cycles, and the engine takes the next descriptor."""
-    base = {"M": 2, "K": 3, "N": 4, "FLAGS": 0, "A_BASE": 0x1000, "A_STRIDE": 32, "B_BASE": 0x2000,
-            "B_STRIDE": 32, "D_BASE": 0x3000, "D_STRIDE": 32}
-    raw = [{"writes": [(REG[k].offset, v) for k, v in dict(base, N=0).items()]},
-           {"writes": [(REG[k].offset, v) for k, v in dict(base, D_BASE=(1 << 28) - 32).items()]}]
+    base = {
+        "M": 2,
+        "K": 3,
+        "N": 4,
+        "FLAGS": 0,
+        "A_BASE": 0x1000,
+        "A_STRIDE": 32,
+        "B_BASE": 0x2000,
+        "B_STRIDE": 32,
+        "D_BASE": 0x3000,
+        "D_STRIDE": 32,
+    }
+    raw = [
+        {"writes": [(REG[k].offset, v) for k, v in dict(base, N=0).items()]},
+        {"writes": [(REG[k].offset, v) for k, v in dict(base, D_BASE=(1 << 28) - 32).items()]},
+    ]
     results, _ = run_gemms([], SMALL, sim=simulator, progress=False, raw_jobs=raw)
     assert [r.status for r in results] == [(1 << 4) | 0b10, (6 << 4) | 0b10]
     assert all(r.cycles < 20 for r in results)
@@ -61,6 +74,7 @@ def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
     DRAM traffic of the GEMM (8 A rows + 8 B rows = 16 RD bursts, 8 result rows = 8 WR bursts, one
     32 B burst each) and one array feed per PERF_FEED count (8 beats)."""
     from hw.hbm.controller import ColCmd
+
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     a = to_format(rng.standard_normal((8, 8)).astype(np.float32), "bf16")

@@ -33,7 +33,6 @@ N_RANDOM = 8000  # per distribution per mode (the Fraction reference costs ~35 u
 # ----------------------------------------------------------------------------------------------- helpers
 
 
-
 def f32_arr(bits):
     return np.asarray(bits, dtype=np.uint32).view(np.float32)
 
@@ -60,8 +59,9 @@ def check_mac(cases, mode, what=""):
     for i, (x, y, z) in enumerate(cases):
         want = ref_mac(x, y, z, mode)
         if int(got[i]) != want:
-            bad.append(f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}): golden {int(got[i]):#010x}, "
-                       f"ref {want:#010x}")
+            bad.append(
+                f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}): golden {int(got[i]):#010x}, ref {want:#010x}"
+            )
     assert not bad, f"{what} {len(bad)}/{len(cases)} mismatches:\n" + "\n".join(bad[:25])
 
 
@@ -105,8 +105,13 @@ CORNER = [
     ("2.5 sub ulp ties to 2", 0x00000000, 0x1B20, 0x1A00, (0x00000002, 0x00000000)),
     ("2^-200 vanishes", 0x00000000, 0x0D80, 0x0D80, 0x00000000),
     # normal/subnormal boundary
-    ("2^-126 - 2^-150: ieee rounds up, ftz exact tiny -> flushed", 0x00800000, 0x1A00, 0x9A00,
-     (0x00800000, 0x00000000)),
+    (
+        "2^-126 - 2^-150: ieee rounds up, ftz exact tiny -> flushed",
+        0x00800000,
+        0x1A00,
+        0x9A00,
+        (0x00800000, 0x00000000),
+    ),
     ("2^-126 - 2^-151 rounds up to 2^-126, not flushed", 0x00800000, 0x1A00, 0x9980, 0x00800000),
     ("2^-126 - 2^-151(1+) ftz rounds down -> flushed", 0x00800000, 0x1A01, 0x9981, (0x00800000, 0x00000000)),
     ("2^-126 - 2^-149", 0x00800000, 0x1A00, 0x9A80, (0x007FFFFF, 0x00000000)),
@@ -206,8 +211,10 @@ def test_mac_corner_cases(mode):
         want = _expected(exp, mode)
         assert ref_mac(x, y, z, mode) == want
         if int(got[i]) != want:
-            bad.append(f"{name}: mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) golden {int(got[i]):#010x}, "
-                       f"expected {want:#010x}")
+            bad.append(
+                f"{name}: mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) golden {int(got[i]):#010x}, "
+                f"expected {want:#010x}"
+            )
     assert not bad, f"{len(bad)}/{len(CORNER)} corner cases differ:\n" + "\n".join(bad)
 
 
@@ -255,10 +262,43 @@ def _rand_f32_near(rnd, exp):
     return (rnd.getrandbits(1) << 31) | (field << 23) | mant
 
 
-F32_SPECIAL = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFC00000, 0x00800000,
-               0x80800000, 0x007FFFFF, 0x00000001, 0x80000001, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0x00400000]
-BF16_SPECIAL = [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFC1, 0x0080, 0x8080, 0x007F, 0x0001, 0x8001,
-                0x7F7F, 0xFF7F, 0x3F80, 0xBF80, 0x0040]
+F32_SPECIAL = [
+    0x00000000,
+    0x80000000,
+    0x7F800000,
+    0xFF800000,
+    0x7FC00000,
+    0x7F800001,
+    0xFFC00000,
+    0x00800000,
+    0x80800000,
+    0x007FFFFF,
+    0x00000001,
+    0x80000001,
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x3F800000,
+    0x00400000,
+]
+BF16_SPECIAL = [
+    0x0000,
+    0x8000,
+    0x7F80,
+    0xFF80,
+    0x7FC0,
+    0x7F81,
+    0xFFC1,
+    0x0080,
+    0x8080,
+    0x007F,
+    0x0001,
+    0x8001,
+    0x7F7F,
+    0xFF7F,
+    0x3F80,
+    0xBF80,
+    0x0040,
+]
 
 
 def gen_uniform(rnd, n):
@@ -270,8 +310,9 @@ def gen_boundary(rnd, n):
     or overflow; sprinkled with subnormal inputs and special values."""
     out = []
     for _ in range(n):
-        t = rnd.choice([rnd.randint(-153, -120), rnd.randint(-153, -120), rnd.randint(120, 129),
-                        rnd.randint(-140, 129)])
+        t = rnd.choice(
+            [rnd.randint(-153, -120), rnd.randint(-153, -120), rnd.randint(120, 129), rnd.randint(-140, 129)]
+        )
         lo, hi = max(-126, t - 127), min(127, t + 126)
         ea = rnd.randint(lo, hi)
         eb = t - ea
@@ -384,8 +425,9 @@ def test_reference_vs_numpy_when_exact(pyrng, mode):
         if np.isnan(r[i]):
             assert want == NAN, (hex(x), hex(y), hex(z))
         else:
-            assert got == want, (f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) numpy {got:#010x}, "
-                                 f"ref {want:#010x}")
+            assert got == want, (
+                f"mac(acc={x:#010x}, a={y:#06x}, b={z:#06x}, {mode}) numpy {got:#010x}, ref {want:#010x}"
+            )
     assert n_checked > 2000
 
 
@@ -450,10 +492,12 @@ def test_matmul_random(pyrng, fmt, mode):
         for m in range(M):
             for n in range(N):
                 if int(got[m, n]) != want[m][n]:
-                    bad.append(f"trial {trial} ({M}x{K}x{N}) [{m},{n}]: golden {int(got[m, n]):#010x}, "
-                               f"ref {want[m][n]:#010x};"
-                               f" c={'None' if c is None else hex(c[m][n])} a_row={[hex(v) for v in a[m]]}"
-                               f" b_col={[hex(b[k][n]) for k in range(K)]}")
+                    bad.append(
+                        f"trial {trial} ({M}x{K}x{N}) [{m},{n}]: golden {int(got[m, n]):#010x}, "
+                        f"ref {want[m][n]:#010x};"
+                        f" c={'None' if c is None else hex(c[m][n])} a_row={[hex(v) for v in a[m]]}"
+                        f" b_col={[hex(b[k][n]) for k in range(K)]}"
+                    )
     assert not bad, f"{len(bad)} mismatches ({fmt}, {mode}):\n" + "\n".join(bad[:15])
 
 
@@ -472,9 +516,10 @@ def test_matmul_fp8_all_values(fmt, mode):
         got = golden_matmul_bits(a, b, c, fmt, mode)
         want = ref_matmul(a, b, c, fmt=fmt, subnormals=mode)
         mism = [(i, j) for i in range(256) for j in range(len(cols)) if int(got[i, j]) != want[i][j]]
-        assert not mism, [f"c={c0:#x} a={a[i][0]:#04x} b={b[0][j]:#04x}: golden {int(got[i, j]):#010x} "
-                          f"ref {want[i][j]:#010x}"
-                          for i, j in mism[:15]]
+        assert not mism, [
+            f"c={c0:#x} a={a[i][0]:#04x} b={b[0][j]:#04x}: golden {int(got[i, j]):#010x} ref {want[i][j]:#010x}"
+            for i, j in mism[:15]
+        ]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -562,8 +607,12 @@ def test_matmul_is_sequential(mode, avals, c0, seq, differs_from_np):
 
 # ---------------------------------------------------------------------------------------------- int8
 def golden_matmul_int8(a, b, c):
-    out = golden.matmul(np.asarray(a, dtype=np.int8), np.asarray(b, dtype=np.int8),
-                        None if c is None else np.asarray(c, dtype=np.int32), fmt="int8")
+    out = golden.matmul(
+        np.asarray(a, dtype=np.int8),
+        np.asarray(b, dtype=np.int8),
+        None if c is None else np.asarray(c, dtype=np.int32),
+        fmt="int8",
+    )
     out = np.asarray(out)
     assert out.dtype == np.int32, f"int8 matmul must return int32, got {out.dtype}"
     return out
@@ -593,9 +642,12 @@ def test_matmul_int8_random(pyrng):
         M, K, N = rnd.randint(1, 5), rnd.randint(1, 16), rnd.randint(1, 5)
         a = [[rnd.randint(-128, 127) for _ in range(K)] for _ in range(M)]
         b = [[rnd.randint(-128, 127) for _ in range(N)] for _ in range(K)]
+
         def acc():
-            return rnd.choice([rnd.randint(-(2**31), 2**31 - 1), 2**31 - 1 - rnd.randint(0, 2**16),
-                               -(2**31) + rnd.randint(0, 2**16)])
+            return rnd.choice(
+                [rnd.randint(-(2**31), 2**31 - 1), 2**31 - 1 - rnd.randint(0, 2**16), -(2**31) + rnd.randint(0, 2**16)]
+            )
+
         c = None if trial % 4 == 0 else [[acc() for _ in range(N)] for _ in range(M)]
         got = golden_matmul_int8(a, b, c)
         want = ref_matmul(a, b, c, fmt="int8")

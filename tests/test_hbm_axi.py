@@ -13,8 +13,7 @@ from hw.hbm.config import COMPRESSED_REFRESH, RAMULATOR2_HBM2, HBMConfig
 from sim.runner import generate_verilog, run_cocotb
 from tests.test_mxu_cocotb import ran_and_passed
 
-GEOMETRY = dict(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=32, columns=8, queue_depth=4,
-                tag_bits=6)
+GEOMETRY = dict(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=32, columns=8, queue_depth=4, tag_bits=6)
 TIMINGS = {"ramulator2": RAMULATOR2_HBM2, "compressed_refresh": COMPRESSED_REFRESH}
 
 
@@ -40,12 +39,20 @@ def test_two_axi_masters_posted_writes_drain_before_checks(simulator):
 
 def run_two_masters(tname, simulator, seed, soak):
     cfg = HBMConfig(**GEOMETRY, timing=TIMINGS[tname], max_refresh_postpone=2)
-    verilog = generate_verilog(lambda: HBMController(cfg, axi_ports=2, id_bits=4, rob_depth=16),
-                               name="hbm_axi", key=(cfg, 2, 4, 16))
-    conf = {"config": cfg.as_dict(), "axi_ports": 2, "seed": seed, "ops": 200 if soak else 40,
-            "workers": 2, "pause_p": 0.2}
-    result = run_cocotb([verilog], "hbm_axi", "verif.tb.hbm_axi_tb", simulator=simulator,
-                        env={"HBM_AXI_TB_CONFIG": json.dumps(conf)})
+    verilog = generate_verilog(
+        lambda: HBMController(cfg, axi_ports=2, id_bits=4, rob_depth=16), name="hbm_axi", key=(cfg, 2, 4, 16)
+    )
+    conf = {
+        "config": cfg.as_dict(),
+        "axi_ports": 2,
+        "seed": seed,
+        "ops": 200 if soak else 40,
+        "workers": 2,
+        "pause_p": 0.2,
+    }
+    result = run_cocotb(
+        [verilog], "hbm_axi", "verif.tb.hbm_axi_tb", simulator=simulator, env={"HBM_AXI_TB_CONFIG": json.dumps(conf)}
+    )
     print(f"{simulator}: build {result.build_s:.1f} s, test {result.test_s:.1f} s, seed {seed}")
     assert result.failed == 0, result.log_tail()
     assert ran_and_passed(result) == {"two_masters_shared_memory", "slverr_cases"}, result.log_tail()
@@ -68,8 +75,9 @@ def test_manual_snippet_builds():
     from pathlib import Path
 
     from amaranth.hdl import Fragment
+
     section = (Path(__file__).resolve().parents[1] / "docs" / "hbm.md").read_text()
-    code = section[section.index("```python") + len("```python"):section.index("```", section.index("```python") + 3)]
+    code = section[section.index("```python") + len("```python") : section.index("```", section.index("```python") + 3)]
     scope: dict = {}
     exec(compile(code, "docs/hbm.md (HBM example)", "exec"), scope)
     Fragment.get(scope["m"], None)  # elaborates every submodule: wiring and widths agree
@@ -84,6 +92,7 @@ def run_on_emulators(cfg, tb, *, axi_ports=1, id_bits=1):
     from amaranth.sim import Simulator
 
     from hw.hbm.emulator import BRAMEmulator
+
     m = Module()
     m.submodules.hbm = hbm = HBMController(cfg, axi_ports=axi_ports, id_bits=id_bits, rob_depth=16)
     for k in range(cfg.pseudo_channels):
@@ -99,8 +108,16 @@ def run_on_emulators(cfg, tb, *, axi_ports=1, id_bits=1):
     sim.run()
 
 
-TWO_PC = dict(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=32, columns=32, queue_depth=8,
-              tag_bits=6, address_mapping=("row", "bank", "bank_group", "column", "channel"))
+TWO_PC = dict(
+    pseudo_channels=2,
+    bank_groups=2,
+    banks_per_group=2,
+    rows=32,
+    columns=32,
+    queue_depth=8,
+    tag_bits=6,
+    address_mapping=("row", "bank", "bank_group", "column", "channel"),
+)
 
 
 @pytest.mark.parametrize("ports", [2, 3])
@@ -112,8 +129,7 @@ def test_round_robin_shares_a_pseudo_channel_evenly(ports):
     Amaranth simulation with the BRAM emulator: port 0 reads 16-beat bursts back to back, port 1
     one-beat bursts back to back, one pseudo-channel; in a 600-cycle window each gets half of the
     beats, within one (the old arbiter: 100 apart with three ports)."""
-    cfg = HBMConfig(pseudo_channels=1, bank_groups=2, banks_per_group=2, rows=32, columns=32, queue_depth=8,
-                    tag_bits=6)
+    cfg = HBMConfig(pseudo_channels=1, bank_groups=2, banks_per_group=2, rows=32, columns=32, queue_depth=8, tag_bits=6)
     beats = [0, 0]
 
     async def tb(ctx, hbm):
@@ -149,8 +165,16 @@ def test_one_beat_write_bursts_run_at_one_per_cycle():
 
     async def tb(ctx, hbm):
         p = hbm.axi0
-        for name, v in (("awsize", 5), ("awburst", 1), ("awlen", 0), ("awvalid", 1), ("wvalid", 1),
-                        ("wlast", 1), ("wstrb", (1 << 32) - 1), ("bready", 1)):
+        for name, v in (
+            ("awsize", 5),
+            ("awburst", 1),
+            ("awlen", 0),
+            ("awvalid", 1),
+            ("wvalid", 1),
+            ("wlast", 1),
+            ("wstrb", (1 << 32) - 1),
+            ("bready", 1),
+        ):
             ctx.set(getattr(p, name), v)
         addr = 0
         for cycle in range(600):
@@ -175,6 +199,7 @@ def test_every_write_burst_gets_its_b_when_bready_stalls(seed):
     random: as many B responses as AW handshakes, with the IDs in order (the broken port: 241
     bursts, 161 B)."""
     import random
+
     print(f"seed {seed}")
     rnd = random.Random(seed)
     sent, got = [], []

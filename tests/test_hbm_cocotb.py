@@ -18,15 +18,21 @@ from verif.hbm_sim import run_pc_amaranth
 # Small geometry (many row conflicts), Ramulator2 timings; and the DRAMsim3 timings with refresh
 # compressed to tREFI = 400 at the full HBM2 pseudo-channel geometry (16 banks, 16,384 rows).
 SMALL = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8, timing=RAMULATOR2_HBM2)
-FULL_COMPRESSED = HBMConfig(pseudo_channels=1, queue_depth=16, timing=COMPRESSED_REFRESH,
-                            max_refresh_postpone=4)
+FULL_COMPRESSED = HBMConfig(pseudo_channels=1, queue_depth=16, timing=COMPRESSED_REFRESH, max_refresh_postpone=4)
 
 
-def run_hbm(cfg: HBMConfig, simulator: str, seed: int, traffic: list[dict], report, gap_p=0.0,
-            stall_p=0.0, max_cycles=200_000) -> dict:
+def run_hbm(
+    cfg: HBMConfig, simulator: str, seed: int, traffic: list[dict], report, gap_p=0.0, stall_p=0.0, max_cycles=200_000
+) -> dict:
     verilog = generate_verilog(lambda: PseudoChannelController(cfg), name="hbm_pc", key=cfg)
-    conf = {"config": cfg.as_dict(), "seed": seed, "traffic": traffic, "gap_p": gap_p,
-            "stall_p": stall_p, "max_cycles": max_cycles}
+    conf = {
+        "config": cfg.as_dict(),
+        "seed": seed,
+        "traffic": traffic,
+        "gap_p": gap_p,
+        "stall_p": stall_p,
+        "max_cycles": max_cycles,
+    }
     env = {"HBM_TB_CONFIG": json.dumps(conf), "HBM_TB_REPORT": str(report)}
     result = run_cocotb([verilog], "hbm_pc", "verif.tb.hbm_tb", simulator=simulator, env=env)
     print(f"{simulator}: build {result.build_s:.1f} s, test {result.test_s:.1f} s, seed {seed}")
@@ -38,8 +44,10 @@ def run_hbm(cfg: HBMConfig, simulator: str, seed: int, traffic: list[dict], repo
 def test_hazards_and_back_pressure(simulator, seed, tmp_path):
     """Random reads and partial writes on 12 addresses plus the whole small channel, pauses on req,
     back-pressure on rsp: nothing lost, nothing corrupted, every JEDEC rule held."""
-    traffic = [{"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
-               {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2}]
+    traffic = [
+        {"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
+        {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2},
+    ]
     stats = run_hbm(SMALL, simulator, seed, traffic, tmp_path / "r.json", gap_p=0.25, stall_p=0.25)
     assert stats["requests"] == 700
 
@@ -49,9 +57,11 @@ def test_compressed_refresh_long_run(simulator, seed, tmp_path, soak):
     """Sequential writes then reads back and random traffic at the full geometry with tREFI = 400:
     dozens of REFs, postponed while the queue is busy, never more than 4 owed."""
     n = 12000 if soak else 1500
-    traffic = [{"kind": "sequential", "count": n, "write": True},
-               {"kind": "sequential", "count": n, "write": False},
-               {"kind": "random", "count": n // 2, "write_p": 0.5}]
+    traffic = [
+        {"kind": "sequential", "count": n, "write": True},
+        {"kind": "sequential", "count": n, "write": False},
+        {"kind": "random", "count": n // 2, "write_p": 0.5},
+    ]
     stats = run_hbm(FULL_COMPRESSED, simulator, seed, traffic, tmp_path / "r.json")
     assert stats["refreshes"] >= stats["cycles"] // 400 - 4 >= 20
     assert 1 <= stats["max_refresh_owed"] <= 4

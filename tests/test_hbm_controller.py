@@ -74,8 +74,14 @@ def test_read_write_same_address_sequence_exact_bytes():
     cfg = _cfg()
     a = cfg.encode(0, 2, 1, 9, 3)
     d1, d2, d3 = bytes([0x11] * 32), bytes([0x22] * 32), bytes([0x33] * 32)
-    reqs = [Request(True, a, d1, FULL), Request(False, a), Request(True, a, d2, 0x0000FFFF),
-            Request(False, a), Request(True, a, d3, 0xFF000000), Request(False, a)]
+    reqs = [
+        Request(True, a, d1, FULL),
+        Request(False, a),
+        Request(True, a, d2, 0x0000FFFF),
+        Request(False, a),
+        Request(True, a, d3, 0xFF000000),
+        Request(False, a),
+    ]
     h = PCHarness(cfg, reqs)
     run_pc_amaranth(h, 1000)
     assert h.device.read_address(a) == bytes([0x22] * 16 + [0x11] * 8 + [0x33] * 8)
@@ -155,15 +161,18 @@ def test_age_cap_bounds_starvation():
     assert lat2[0] > 300  # the victim waits for the whole hit stream without the cap
 
 
-@pytest.mark.parametrize("field, delta, rules", [
-    ("tRCD", -1, {"tRCD_RD", "tRCD_WR"}),
-    ("tFAW", -8, {"tFAW"}),
-    ("tRP", -2, {"tRP"}),
-    ("tRFC", -20, {"tRFC"}),
-    ("tRTW", -2, {"tRTW"}),
-    ("tWTR_S", -2, {"tWTR_S"}),
-    ("tRAS", -3, {"tRAS"}),
-])
+@pytest.mark.parametrize(
+    "field, delta, rules",
+    [
+        ("tRCD", -1, {"tRCD_RD", "tRCD_WR"}),
+        ("tFAW", -8, {"tFAW"}),
+        ("tRP", -2, {"tRP"}),
+        ("tRFC", -20, {"tRFC"}),
+        ("tRTW", -2, {"tRTW"}),
+        ("tWTR_S", -2, {"tWTR_S"}),
+        ("tRAS", -3, {"tRAS"}),
+    ],
+)
 def test_controller_with_wrong_timing_fails(field, delta, rules, seed):
     """The checks can fail: a controller built with one timing too short trips exactly that rule of
     the device's checker (traffic chosen so the rule binds)."""
@@ -189,7 +198,10 @@ def test_unloaded_hit_and_conflict_exact_latency(tname):
     h = PCHarness(cfg, [Request(False, a), Request(False, a2), Request(False, b)], max_outstanding=1)
     run_pc_amaranth(h, 2000)
     assert [(k, lat) for k, _, _, lat, _ in h.latencies] == [
-        ("closed", t.tRCD + t.CL + 4), ("hit", t.CL + 4), ("conflict", t.tRP + t.tRCD + t.CL + 4)]
+        ("closed", t.tRCD + t.CL + 4),
+        ("hit", t.CL + 4),
+        ("conflict", t.tRP + t.tRCD + t.CL + 4),
+    ]
 
 
 @pytest.mark.parametrize("write", [False, True], ids=["reads", "writes"])
@@ -222,8 +234,9 @@ def test_config_errors():
 
 def test_degenerate_geometry_one_bank_one_slot():
     """1 bank group x 1 bank, 2 columns, queue depth 1: zero-width fields elaborate and run."""
-    cfg = HBMConfig(bank_groups=1, banks_per_group=1, rows=4, columns=2, queue_depth=1,
-                    pseudo_channels=1, timing=RAMULATOR2_HBM2)
+    cfg = HBMConfig(
+        bank_groups=1, banks_per_group=1, rows=4, columns=2, queue_depth=1, pseudo_channels=1, timing=RAMULATOR2_HBM2
+    )
     rng = np.random.default_rng(3)
     reqs = random_traffic(cfg, 40, rng, write_p=0.5)
     run_pc_amaranth(PCHarness(cfg, reqs), 5000)
@@ -245,6 +258,7 @@ def test_bram_emulator_behind_controller(tname, seed):
 def test_bram_emulator_aliases_rows_and_checks_config():
     """Rows alias modulo emulated_rows: a write to row 1 is read back from row 5 (4 emulated rows)."""
     from hw.hbm.emulator import BRAMEmulator
+
     cfg = _cfg()
     assert BRAMEmulator(cfg, 4).capacity_bytes == 16 * 4 * 8 * 32
     with pytest.raises(ValueError, match=r"^emulated_rows must be a power of two from 1 to 64; got 3$"):

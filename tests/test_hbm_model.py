@@ -42,6 +42,7 @@ def cfg_for(timing: HBMTiming, **kw) -> HBMConfig:
 # setup: [(cycle, cmd, (bg, bank), row, column)]; the next command is issued at ref_cycle + d
 # (must pass) and ref_cycle + d - 1 (must raise naming the rule), d = the rule's distance.
 
+
 def _s(cycle, cmd, bank=B0, row=5, col=0):
     return (cycle, cmd, bank, row, col)
 
@@ -191,8 +192,10 @@ SCENARIOS = {
 }
 EXTRA = {  # non-table rules tested at a boundary: name -> (scenario, tweak, distance(t))
     # the tCCD_S scenarios with tCCD_S = 1 < burst_cycles: the data bus is what binds
-    "DATA_BUS": [(sc_tccd_s_rd, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles),
-                 (sc_tccd_s_wr, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles)],
+    "DATA_BUS": [
+        (sc_tccd_s_rd, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles),
+        (sc_tccd_s_wr, lambda t: dataclasses.replace(t, tCCD_S=1), lambda t: t.burst_cycles),
+    ],
     "tFAW": [(sc_tfaw, _no_tweak, lambda t: t.tFAW)],
 }
 RULE_BY_NAME = {r.name: r for r in RULES}
@@ -247,8 +250,10 @@ def test_violation_message_names_both_commands_and_cycles():
     chk.command(10, 0, "ACT", 1, 2, row=7)
     with pytest.raises(TimingViolation) as exc:
         chk.command(23, 0, "RD", 1, 2, row=7, column=3)
-    assert str(exc.value) == ("tRCD_RD violated: ACT(pc0 bg1 b2 row7) at cycle 10 -> RD(pc0 bg1 b2 row7 col3) "
-                              "at cycle 23: distance 13 < tRCD = 14 (bank scope)")
+    assert str(exc.value) == (
+        "tRCD_RD violated: ACT(pc0 bg1 b2 row7) at cycle 10 -> RD(pc0 bg1 b2 row7 col3) "
+        "at cycle 23: distance 13 < tRCD = 14 (bank scope)"
+    )
     assert exc.value.rule == "tRCD_RD"
     assert isinstance(exc.value, AssertionError)
 
@@ -314,8 +319,9 @@ def test_cycle_order_and_address_range():
     assert exc.value.rule == "CYCLE_ORDER"
     with pytest.raises(TimingViolation) as exc:
         chk.command(6, 0, "ACT", 0, 0, row=16384)
-    assert str(exc.value) == ("ADDRESS_RANGE violated: ACT at cycle 6: row must be an integer from 0 to "
-                              "16383; got 16384")
+    assert str(exc.value) == (
+        "ADDRESS_RANGE violated: ACT at cycle 6: row must be an integer from 0 to 16383; got 16384"
+    )
     with pytest.raises(TimingViolation) as exc:
         chk.command(6, 1, "ACT")
     assert exc.value.rule == "ADDRESS_RANGE"
@@ -551,45 +557,53 @@ def _t(**kw):
     return dataclasses.replace(DRAMSIM3_HBM2, **kw)
 
 
-@pytest.mark.parametrize("make,message", [
-    (lambda: _t(tRCD=0), "tRCD must be an integer >= 1; got 0"),
-    (lambda: _t(tCK_ns=0), "tCK_ns must be a number > 0; got 0"),
-    (lambda: _t(tRC=40), "tRC must be >= tRAS + tRP = 48; got 40"),
-    (lambda: _t(tREFI=260), "tREFI must be > tRFC = 260; got 260"),
-    (lambda: _t(tRAS=10), "tRAS must be >= tRCD = 14; got 10"),
-    (lambda: _t(tCCD_L=1, tCCD_S=2), "tCCD_L must be >= tCCD_S = 2; got 1"),
-    (lambda: _t(tRRD_L=3), "tRRD_L must be >= tRRD_S = 4; got 3"),
-    (lambda: _t(tWTR_L=5), "tWTR_L must be >= tWTR_S = 6; got 5"),
-    (lambda: _t(tRTW=11), "tRTW must be >= CL + burst_cycles - CWL = 12; got 11"),
-    (lambda: _t(burst_cycles=0), "burst_cycles must be an integer >= 1; got 0"),
-    (lambda: HBMConfig(pseudo_channels=3), "pseudo_channels must be a power of two >= 1; got 3"),
-    (lambda: HBMConfig(bank_groups=0), "bank_groups must be a power of two >= 1; got 0"),
-    (lambda: HBMConfig(banks_per_group=6), "banks_per_group must be a power of two >= 1; got 6"),
-    (lambda: HBMConfig(rows=1000), "rows must be a power of two >= 1; got 1000"),
-    (lambda: HBMConfig(columns=33), "columns must be a power of two >= 1; got 33"),
-    (lambda: HBMConfig(data_bits=48), "data_bits must be a power of two >= 8; got 48"),
-    (lambda: HBMConfig(burst_length=8), "burst_length must be one of 2, 4; got 8"),
-    (lambda: HBMConfig(burst_length=2), "timing.burst_cycles must be burst_length / 2 = 1; got 2"),
-    (lambda: HBMConfig(queue_depth=0), "queue_depth must be an integer from 1 to 256; got 0"),
-    (lambda: HBMConfig(max_refresh_postpone=9), "max_refresh_postpone must be an integer from 0 to 8; got 9"),
-    (lambda: HBMConfig(page_policy="lazy"), "page_policy must be one of open, closed; got 'lazy'"),
-    (lambda: HBMConfig(address_mapping=("row", "bank", "bank", "channel", "column")),
-     "address_mapping must be an ordering of channel, bank_group, bank, row, column (each once, MSB first); "
-     "got ('row', 'bank', 'bank', 'channel', 'column')"),
-])
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda: _t(tRCD=0), "tRCD must be an integer >= 1; got 0"),
+        (lambda: _t(tCK_ns=0), "tCK_ns must be a number > 0; got 0"),
+        (lambda: _t(tRC=40), "tRC must be >= tRAS + tRP = 48; got 40"),
+        (lambda: _t(tREFI=260), "tREFI must be > tRFC = 260; got 260"),
+        (lambda: _t(tRAS=10), "tRAS must be >= tRCD = 14; got 10"),
+        (lambda: _t(tCCD_L=1, tCCD_S=2), "tCCD_L must be >= tCCD_S = 2; got 1"),
+        (lambda: _t(tRRD_L=3), "tRRD_L must be >= tRRD_S = 4; got 3"),
+        (lambda: _t(tWTR_L=5), "tWTR_L must be >= tWTR_S = 6; got 5"),
+        (lambda: _t(tRTW=11), "tRTW must be >= CL + burst_cycles - CWL = 12; got 11"),
+        (lambda: _t(burst_cycles=0), "burst_cycles must be an integer >= 1; got 0"),
+        (lambda: HBMConfig(pseudo_channels=3), "pseudo_channels must be a power of two >= 1; got 3"),
+        (lambda: HBMConfig(bank_groups=0), "bank_groups must be a power of two >= 1; got 0"),
+        (lambda: HBMConfig(banks_per_group=6), "banks_per_group must be a power of two >= 1; got 6"),
+        (lambda: HBMConfig(rows=1000), "rows must be a power of two >= 1; got 1000"),
+        (lambda: HBMConfig(columns=33), "columns must be a power of two >= 1; got 33"),
+        (lambda: HBMConfig(data_bits=48), "data_bits must be a power of two >= 8; got 48"),
+        (lambda: HBMConfig(burst_length=8), "burst_length must be one of 2, 4; got 8"),
+        (lambda: HBMConfig(burst_length=2), "timing.burst_cycles must be burst_length / 2 = 1; got 2"),
+        (lambda: HBMConfig(queue_depth=0), "queue_depth must be an integer from 1 to 256; got 0"),
+        (lambda: HBMConfig(max_refresh_postpone=9), "max_refresh_postpone must be an integer from 0 to 8; got 9"),
+        (lambda: HBMConfig(page_policy="lazy"), "page_policy must be one of open, closed; got 'lazy'"),
+        (
+            lambda: HBMConfig(address_mapping=("row", "bank", "bank", "channel", "column")),
+            "address_mapping must be an ordering of channel, bank_group, bank, row, column (each once, MSB first); "
+            "got ('row', 'bank', 'bank', 'channel', 'column')",
+        ),
+    ],
+)
 def test_config_messages(make, message):
     with pytest.raises(ValueError) as exc:
         make()
     assert str(exc.value) == message
 
 
-@pytest.mark.parametrize("make,message", [
-    (lambda: _t(CL=True), "CL must be an integer >= 1; got True"),
-    (lambda: _t(tRCD=2.5), "tRCD must be an integer >= 1; got 2.5"),
-    (lambda: HBMConfig(timing="dramsim3"), "timing must be an HBMTiming; got 'dramsim3'"),
-    (lambda: HBMConfig(rows=1024.0), "rows must be a power of two >= 1; got 1024.0"),
-    (lambda: HBMConfig(page_policy=1), "page_policy must be one of open, closed; got 1"),
-])
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda: _t(CL=True), "CL must be an integer >= 1; got True"),
+        (lambda: _t(tRCD=2.5), "tRCD must be an integer >= 1; got 2.5"),
+        (lambda: HBMConfig(timing="dramsim3"), "timing must be an HBMTiming; got 'dramsim3'"),
+        (lambda: HBMConfig(rows=1024.0), "rows must be a power of two >= 1; got 1024.0"),
+        (lambda: HBMConfig(page_policy=1), "page_policy must be one of open, closed; got 1"),
+    ],
+)
 def test_config_wrong_types(make, message):
     """A value of the wrong type is a TypeError, with the same message style."""
     with pytest.raises(TypeError) as exc:
@@ -606,9 +620,28 @@ def test_config_derived():
     assert cfg.policy is PagePolicy.OPEN
     assert HBMConfig(address_mapping=list(ADDRESS_FIELDS)).address_mapping == ADDRESS_FIELDS
     assert DRAMSIM3_HBM2.tRC == 48 and RAMULATOR2_HBM2.tRC == 24 and COMPRESSED_REFRESH.tREFI == 400
-    assert HBMTiming(tCK_ns=1, CL=7, CWL=2, tRCD=7, tRP=7, tRAS=17, tCCD_S=1, tCCD_L=2, tRRD_S=2,
-                     tRRD_L=3, tFAW=15, tWR=8, tWTR_S=3, tWTR_L=4, tRTP=3, tRFC=350,
-                     tREFI=3900) == RAMULATOR2_HBM2  # tRC and tRTW defaults
+    assert (
+        HBMTiming(
+            tCK_ns=1,
+            CL=7,
+            CWL=2,
+            tRCD=7,
+            tRP=7,
+            tRAS=17,
+            tCCD_S=1,
+            tCCD_L=2,
+            tRRD_S=2,
+            tRRD_L=3,
+            tFAW=15,
+            tWR=8,
+            tWTR_S=3,
+            tWTR_L=4,
+            tRTP=3,
+            tRFC=350,
+            tREFI=3900,
+        )
+        == RAMULATOR2_HBM2
+    )  # tRC and tRTW defaults
     with pytest.raises(ValueError, match="address must be a multiple of burst_bytes = 32; got 33"):
         cfg.decode(33)
     with pytest.raises(ValueError, match="address must be an integer from 0 to 536870911; got 536870912"):
@@ -645,8 +678,7 @@ def test_address_round_trip(preset, mapping):
 
 @pytest.mark.parametrize("mapping", MAPPINGS)
 def test_address_mapping_is_a_bijection_small(mapping):
-    cfg = HBMConfig(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=4, columns=4,
-                    address_mapping=mapping)
+    cfg = HBMConfig(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=4, columns=4, address_mapping=mapping)
     seen = {cfg.encode(*cfg.decode(a)) for a in range(0, cfg.capacity_bytes, cfg.burst_bytes)}
     assert seen == set(range(0, cfg.capacity_bytes, cfg.burst_bytes))
     decoded = {cfg.decode(a) for a in range(0, cfg.capacity_bytes, cfg.burst_bytes)}
@@ -656,10 +688,16 @@ def test_address_mapping_is_a_bijection_small(mapping):
 @pytest.mark.parametrize("pcs", [2, 4])
 @pytest.mark.parametrize("mapping", MAPPINGS)
 def test_channel_xor_is_a_bijection_and_only_moves_the_channel(mapping, pcs):
-    cfg = HBMConfig(pseudo_channels=pcs, bank_groups=2, banks_per_group=2, rows=4, columns=4,
-                    address_mapping=mapping, channel_xor=True)
-    plain = HBMConfig(pseudo_channels=pcs, bank_groups=2, banks_per_group=2, rows=4, columns=4,
-                      address_mapping=mapping)
+    cfg = HBMConfig(
+        pseudo_channels=pcs,
+        bank_groups=2,
+        banks_per_group=2,
+        rows=4,
+        columns=4,
+        address_mapping=mapping,
+        channel_xor=True,
+    )
+    plain = HBMConfig(pseudo_channels=pcs, bank_groups=2, banks_per_group=2, rows=4, columns=4, address_mapping=mapping)
     addrs = range(0, cfg.capacity_bytes, cfg.burst_bytes)
     assert {cfg.encode(*cfg.decode(a)) for a in addrs} == set(addrs)
     assert len({cfg.decode(a) for a in addrs}) == len(addrs)
@@ -681,7 +719,7 @@ def test_channel_xor_spreads_power_of_two_strides():
             assert {plain.decode(a)[0] for a in rows} == {0}
             chans = [cfg.decode(a)[0] for a in rows]
             for g in range(0, 64, pcs):
-                assert sorted(chans[g:g + pcs]) == list(range(pcs)), (pcs, k, chans)
+                assert sorted(chans[g : g + pcs]) == list(range(pcs)), (pcs, k, chans)
             if pcs == 2:
                 assert chans[:8] == [0, 1, 1, 0, 1, 0, 0, 1]
     with pytest.raises(TypeError, match=r"^channel_xor must be True or False; got 1$"):

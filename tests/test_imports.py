@@ -33,7 +33,7 @@ def _graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = name.split(".") if is_pkg else name.split(".")[:-1]
-                    base = base[:len(base) - node.level + 1]
+                    base = base[: len(base) - node.level + 1]
                     mod = ".".join(base + ([node.module] if node.module else []))
                 else:
                     mod = node.module or ""
@@ -50,8 +50,12 @@ def _graph() -> dict[str, set[str]]:
 
 def test_layers_import_one_way():
     graph = _graph()
-    wrong = [(a, b) for a, deps in graph.items() for b in deps
-             if LAYERS.index(b.split(".")[0]) > LAYERS.index(a.split(".")[0])]
+    wrong = [
+        (a, b)
+        for a, deps in graph.items()
+        for b in deps
+        if LAYERS.index(b.split(".")[0]) > LAYERS.index(a.split(".")[0])
+    ]
     assert not wrong, f"imports against the layering hw <- verif <- sim <- bench: {wrong}"
 
 

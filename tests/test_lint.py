@@ -28,8 +28,17 @@ def _blocks():
     from sim.board import sim_config
 
     hbm_pc = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8, timing=RAMULATOR2_HBM2)
-    hbm_axi = HBMConfig(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=32, columns=8, queue_depth=4,
-                        tag_bits=6, timing=COMPRESSED_REFRESH, max_refresh_postpone=2)
+    hbm_axi = HBMConfig(
+        pseudo_channels=2,
+        bank_groups=2,
+        banks_per_group=2,
+        rows=32,
+        columns=8,
+        queue_depth=4,
+        tag_bits=6,
+        timing=COMPRESSED_REFRESH,
+        max_refresh_postpone=2,
+    )
     gemm = EngineConfig.from_options(rows=4, cols=4, pseudo_channels=1, queue_depth=8)
     engine = EngineConfig.from_options(rows=2, cols=2, fmt="int8")
     board = sim_config()
@@ -40,8 +49,12 @@ def _blocks():
         ("pe_bf16", lambda: PE(PEConfig("bf16", "ftz", 2)), "pe", ("lint", "pe", "bf16")),
         ("pe_int8", lambda: PE(PEConfig("int8", "ftz", 2)), "pe", ("lint", "pe", "int8")),
         ("hbm_channel", lambda: PseudoChannelController(hbm_pc), "hbm_pc", hbm_pc),
-        ("hbm_2pc_2ports", lambda: HBMController(hbm_axi, axi_ports=2, id_bits=4, rob_depth=16), "hbm_axi",
-         (hbm_axi, 2, 4, 16)),
+        (
+            "hbm_2pc_2ports",
+            lambda: HBMController(hbm_axi, axi_ports=2, id_bits=4, rob_depth=16),
+            "hbm_axi",
+            (hbm_axi, 2, 4, 16),
+        ),
         ("engine_int8", lambda: engine_verilog(engine, "engine"), "engine", ("lint", "engine", engine)),
         ("gemm_top", lambda: gemm_top_verilog(gemm, "gemm"), "gemm", ("gemm_top", gemm)),
         ("board_top", lambda: board_top_verilog(board, "board"), "board", ("board_top", board)),
@@ -66,13 +79,23 @@ def test_every_waiver_has_its_reason():
     for rule in rules:
         reason = re.search(rf"^// {rule}: (.+?)\nlint_off -rule {rule}$", text, re.M | re.S)
         assert reason and len(reason.group(1)) > 80, rule
-    assert all(line.startswith(("`verilator_config", "//", "lint_off -rule ")) or not line.strip()
-               for line in text.splitlines()), "only whole-rule waivers, each with a comment"
+    assert all(
+        line.startswith(("`verilator_config", "//", "lint_off -rule ")) or not line.strip()
+        for line in text.splitlines()
+    ), "only whole-rule waivers, each with a comment"
 
 
 @pytest.mark.flow
-@pytest.mark.parametrize("cfg", [MXUConfig(8, 8, "bf16", "ftz", 2), MXUConfig(3, 5, "fp8_e5m2", "ieee", 4),
-                                 MXUConfig(3, 5, "bf16", "ftz", 2), MXUConfig(2, 3, "int8", "ftz", 1)], ids=str)
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        MXUConfig(8, 8, "bf16", "ftz", 2),
+        MXUConfig(3, 5, "fp8_e5m2", "ieee", 4),
+        MXUConfig(3, 5, "bf16", "ftz", 2),
+        MXUConfig(2, 3, "int8", "ftz", 1),
+    ],
+    ids=str,
+)
 def test_mxu_lints_clean(cfg, tmp_path):
     verilog = generate_verilog(lambda: mxu_verilog(cfg, "mxu"), name="mxu", key=cfg)
     shutil.copy(verilog, tmp_path / "mxu.v")
@@ -82,17 +105,29 @@ def test_mxu_lints_clean(cfg, tmp_path):
         assert r.ok, r.output
 
 
-@pytest.mark.parametrize("name,text,warning", [
-    ("loop", "module bad(input a, output y);\n  wire x;\n  assign x = ~x & a;\n  assign y = x;\nendmodule\n",
-     "UNOPTFLAT"),
-    ("latch", "module bad(input a, input b, output reg y);\n  always @* if (a) y = b;\nendmodule\n", "LATCH"),
-    ("multi", "module bad(input a, input b, output y);\n  assign y = a;\n  assign y = b;\nendmodule\n",
-     "MULTIDRIVEN"),
-    ("undeclared", "module bad(input a, output y);\n  assign y = a & nope;\nendmodule\n", "%Error"),
-    ("undriven", "module bad(input a, output y, output z);\n  assign y = a;\nendmodule\n", "UNDRIVEN"),
-    ("blocking_in_sequential", "module bad(input clk, input a, output reg y);\n  always @(posedge clk) y = a;\n"
-     "endmodule\n", "BLKSEQ"),
-])
+@pytest.mark.parametrize(
+    "name,text,warning",
+    [
+        (
+            "loop",
+            "module bad(input a, output y);\n  wire x;\n  assign x = ~x & a;\n  assign y = x;\nendmodule\n",
+            "UNOPTFLAT",
+        ),
+        ("latch", "module bad(input a, input b, output reg y);\n  always @* if (a) y = b;\nendmodule\n", "LATCH"),
+        (
+            "multi",
+            "module bad(input a, input b, output y);\n  assign y = a;\n  assign y = b;\nendmodule\n",
+            "MULTIDRIVEN",
+        ),
+        ("undeclared", "module bad(input a, output y);\n  assign y = a & nope;\nendmodule\n", "%Error"),
+        ("undriven", "module bad(input a, output y, output z);\n  assign y = a;\nendmodule\n", "UNDRIVEN"),
+        (
+            "blocking_in_sequential",
+            "module bad(input clk, input a, output reg y);\n  always @(posedge clk) y = a;\nendmodule\n",
+            "BLKSEQ",
+        ),
+    ],
+)
 def test_lint_can_fail(tmp_path, name, text, warning):
     """Real defects are reported (the waivers do not hide them), so a clean result means something."""
     (tmp_path / "bad.v").write_text(text)

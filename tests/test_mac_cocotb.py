@@ -24,7 +24,7 @@ CONFIGS = [
     # Other pipeline depths, bf16 only (the datapath is shared by every float format).
     MACConfig("bf16", "ftz", 0),
     MACConfig("bf16", "ieee", 4),
-    MACConfig("bf16", "ftz", 9),     # decode/"in"/multiply/"mul"/normalize split, normalization in two
+    MACConfig("bf16", "ftz", 9),  # decode/"in"/multiply/"mul"/normalize split, normalization in two
 ]
 DEFAULT_RANDOM = 20000  # random MACs per format, subnormal mode and simulator at depth 2
 
@@ -39,12 +39,24 @@ def test_mac(cfg, simulator, seed, soak, tmp_path):
     n_random = (DEFAULT_RANDOM if cfg.stages == 2 else DEFAULT_RANDOM // 4) * (10 if soak else 1)
     verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
     report = tmp_path / "report.jsonl"
-    env = {"MXU_TB_CONFIG": json.dumps({"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages,
-                                        "seed": seed, "random_total": n_random, "gaps": True}),
-           "MXU_TB_REPORT": str(report)}
+    env = {
+        "MXU_TB_CONFIG": json.dumps(
+            {
+                "fmt": cfg.fmt,
+                "subnormals": cfg.subnormals,
+                "stages": cfg.stages,
+                "seed": seed,
+                "random_total": n_random,
+                "gaps": True,
+            }
+        ),
+        "MXU_TB_REPORT": str(report),
+    }
     result = run_cocotb([verilog], "mac", "verif.tb.mac_tb", simulator=simulator, env=env)
-    print(f"{simulator} {_id(cfg)}: {n_random} random MACs + corners, seed {seed}, "
-          f"build {result.build_s:.1f} s, test {result.test_s:.1f} s")
+    print(
+        f"{simulator} {_id(cfg)}: {n_random} random MACs + corners, seed {seed}, "
+        f"build {result.build_s:.1f} s, test {result.test_s:.1f} s"
+    )
     assert result.failed == 0, result.log_tail()
     # The testbench's own records prove the vectors ran (a skipped cocotb test counts as passed).
     records = [json.loads(line) for line in report.read_text().splitlines()]

@@ -59,9 +59,16 @@ def _id(cfg):
 # Icarus simulates a 16x16 bf16 array (256 PEs) at a few dozen cycles per second: arrays above 64 PEs
 # run on Icarus under --soak only (Verilator runs every shape in the default suite).
 ICARUS_MAX_PES = 64
-TILE_CASES = [pytest.param(cfg, sim, id=f"{sim}-{_id(cfg)}",
-                           marks=[pytest.mark.soak] if sim == "icarus" and cfg.rows * cfg.cols > ICARUS_MAX_PES else [])
-              for cfg in SHAPES for sim in ("verilator", "icarus")]
+TILE_CASES = [
+    pytest.param(
+        cfg,
+        sim,
+        id=f"{sim}-{_id(cfg)}",
+        marks=[pytest.mark.soak] if sim == "icarus" and cfg.rows * cfg.cols > ICARUS_MAX_PES else [],
+    )
+    for cfg in SHAPES
+    for sim in ("verilator", "icarus")
+]
 
 
 @pytest.mark.cocotb
@@ -77,8 +84,9 @@ def test_mxu_tiles(cfg, simulator, seed, soak):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("simulator", [pytest.param("verilator"), pytest.param("icarus", marks=pytest.mark.soak)],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "simulator", [pytest.param("verilator"), pytest.param("icarus", marks=pytest.mark.soak)], indirect=True
+)
 def test_same_gemm_on_three_shapes(simulator, seed, tmp_path):
     """24 x 40 x 24 on 8x8, 5x3 and 16x16 arrays: each bit-exact with the golden GEMM, and the
     three results identical bit for bit (the chain over k does not depend on the tiling). Icarus

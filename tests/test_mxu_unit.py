@@ -21,9 +21,13 @@ def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000, garbage_cycles=0):
     With ``garbage_cycles``: first drive that many cycles of random traffic (swap beats, weight
     beats, stalls), then assert the synchronous reset for one cycle; cycle 0 is the cycle after it.
     """
-    drv = MXUDriver(cfg.cols, [b for t in tiles for b in weight_beats(cfg.fmt, t)],
-                    [b for t in tiles for b in act_beats(cfg.fmt, t)], rng=rng,
-                    swap_bit=cfg.rows * cfg.operand_bits + 32 * cfg.cols)
+    drv = MXUDriver(
+        cfg.cols,
+        [b for t in tiles for b in weight_beats(cfg.fmt, t)],
+        [b for t in tiles for b in act_beats(cfg.fmt, t)],
+        rng=rng,
+        swap_bit=cfg.rows * cfg.operand_bits + 32 * cfg.cols,
+    )
     dut = MXU(cfg)
     reset = Signal()
     sim = Simulator(ResetInserter(reset)(dut))
@@ -50,9 +54,14 @@ def simulate(cfg: MXUConfig, tiles, rng=None, limit=20000, garbage_cycles=0):
             ctx.set(Value.cast(dut.wgt.payload), d.wgt_payload)
             ctx.set(dut.act.valid, d.act_valid)
             ctx.set(Value.cast(dut.act.payload), d.act_payload)
-            ctx.set(dut.out.ready, d.out_ready if cfg.backpressure else 0)   # ignored without back-pressure
-            drv.observe(cycle, ctx.get(dut.wgt.ready), ctx.get(dut.act.ready), ctx.get(dut.out.valid),
-                        ctx.get(Value.cast(dut.out.payload)))
+            ctx.set(dut.out.ready, d.out_ready if cfg.backpressure else 0)  # ignored without back-pressure
+            drv.observe(
+                cycle,
+                ctx.get(dut.wgt.ready),
+                ctx.get(dut.act.ready),
+                ctx.get(dut.out.valid),
+                ctx.get(Value.cast(dut.out.payload)),
+            )
             await ctx.tick()
         raise AssertionError(f"only {len(drv.outputs)} of {len(drv.act_beats)} outputs in {limit} cycles")
 
@@ -72,8 +81,8 @@ CASES = [
     (6, 1, "fp8_e4m3fn", "ftz", 2, [9, 1, 30]),
     (3, 3, "fp8_e5m2", "ieee", 4, [7, 2]),
     (5, 4, "int8", "ftz", 3, [2, 40, 1, 6]),
-    (6, 1, "bf16", "ftz", 4, [12, 12, 12, 16, 16]),   # commit gap (R-1)(L-1) = 15 is the bound
-    (2, 3, "bf16", "ftz", 9, [5, 1, 9]),               # deepest MAC: "in" and "norm1" cuts
+    (6, 1, "bf16", "ftz", 4, [12, 12, 12, 16, 16]),  # commit gap (R-1)(L-1) = 15 is the bound
+    (2, 3, "bf16", "ftz", 9, [5, 1, 9]),  # deepest MAC: "in" and "norm1" cuts
     (3, 2, "bf16", "ieee", 9, [4, 11]),
 ]
 
@@ -155,17 +164,20 @@ def test_cycles_against_scalesim():
             assert single == r * (lat - 1) + 2
 
 
-@pytest.mark.parametrize("kwargs,message,error", [
-    ({"rows": 0}, "rows must be an integer from 1 to 1024; got 0", ValueError),
-    ({"cols": -1}, "cols must be an integer from 1 to 1024; got -1", ValueError),
-    ({"cols": 1366}, "cols must be an integer from 1 to 1024; got 1366", ValueError),
-    ({"rows": 2.5}, "rows must be an integer from 1 to 1024; got 2.5", TypeError),
-    ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'", ValueError),
-    ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'", ValueError),
-    ({"stages": 0}, "stages must be an integer from 1 to 9; got 0", ValueError),
-    ({"stages": 10}, "stages must be an integer from 1 to 9; got 10", ValueError),
-    ({"backpressure": 1}, "backpressure must be True or False; got 1", TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs,message,error",
+    [
+        ({"rows": 0}, "rows must be an integer from 1 to 1024; got 0", ValueError),
+        ({"cols": -1}, "cols must be an integer from 1 to 1024; got -1", ValueError),
+        ({"cols": 1366}, "cols must be an integer from 1 to 1024; got 1366", ValueError),
+        ({"rows": 2.5}, "rows must be an integer from 1 to 1024; got 2.5", TypeError),
+        ({"fmt": "fp16"}, "fmt must be one of bf16, fp8_e4m3fn, fp8_e5m2, int8; got 'fp16'", ValueError),
+        ({"subnormals": "daz"}, "subnormals must be one of ftz, ieee; got 'daz'", ValueError),
+        ({"stages": 0}, "stages must be an integer from 1 to 9; got 0", ValueError),
+        ({"stages": 10}, "stages must be an integer from 1 to 9; got 10", ValueError),
+        ({"backpressure": 1}, "backpressure must be True or False; got 1", TypeError),
+    ],
+)
 def test_config_errors(kwargs, message, error):
     """A value of the wrong type raises TypeError, a value out of range ValueError."""
     with pytest.raises(error) as e:

@@ -52,8 +52,9 @@ def engine_configs(draw):
     """Any EngineConfig the engine accepts: array, format, depth and buffer sizes in range."""
     rows, cols = draw(pow2), draw(pow2)
     fmt = draw(st.sampled_from(FMTS))
-    mxu = MXUConfig(rows=rows, cols=cols, fmt=fmt, subnormals=draw(st.sampled_from(["ftz", "ieee"])),
-                    stages=draw(stages))
+    mxu = MXUConfig(
+        rows=rows, cols=cols, fmt=fmt, subnormals=draw(st.sampled_from(["ftz", "ieee"])), stages=draw(stages)
+    )
     ob = mxu.operand_bits // 8
     lo = max(32, rows * ob)
     a_buffer = draw(st.sampled_from([b for b in (1 << e for e in range(5, 17)) if b >= lo]))
@@ -61,10 +62,10 @@ def engine_configs(draw):
     acc = draw(st.sampled_from([e for e in (1 << i for i in range(0, 11)) if e >= m_block] or [1024]))
     m_first = draw(st.none() | st.integers(1, 300))
     pcs = draw(st.sampled_from([1, 2, 4]))
-    hbm = HBMConfig(pseudo_channels=pcs, address_mapping=("row", "bank", "bank_group", "column", "channel"),
-                    channel_xor=True)
-    return EngineConfig(mxu=mxu, hbm=hbm, m_block=m_block, m_first=m_first, a_buffer_bytes=a_buffer,
-                        acc_entries=acc)
+    hbm = HBMConfig(
+        pseudo_channels=pcs, address_mapping=("row", "bank", "bank_group", "column", "channel"), channel_xor=True
+    )
+    return EngineConfig(mxu=mxu, hbm=hbm, m_block=m_block, m_first=m_first, a_buffer_bytes=a_buffer, acc_entries=acc)
 
 
 @st.composite
@@ -78,6 +79,7 @@ def gemms(draw, max_m=4000, max_k=4096, max_n=600):
 
 
 # ---- the MXU cycle model ----------------------------------------------------------------------
+
 
 @given(small, small, stages, tile_rows)
 def test_mxu_schedule_invariants(rows, cols, lat, tiles):
@@ -108,8 +110,14 @@ def test_gemm_cycles_closed_form_equals_the_schedule(rows, cols, lat, m, kb, nb)
     assert scalesim_ws_cycles(m, k, n, rows, cols) == kb * nb * (2 * rows + cols + m - 2)
 
 
-@given(st.integers(1, 256), st.integers(1, 256), stages, st.integers(1, DIM_MAX), st.integers(1, DIM_MAX),
-       st.integers(1, DIM_MAX))
+@given(
+    st.integers(1, 256),
+    st.integers(1, 256),
+    stages,
+    st.integers(1, DIM_MAX),
+    st.integers(1, DIM_MAX),
+    st.integers(1, DIM_MAX),
+)
 def test_gemm_cycles_total_on_the_whole_domain(rows, cols, lat, m, k, n):
     """Any GEMM the engine's registers take: an answer at once (the hypothesis deadline), no list of
     tiles built."""
@@ -158,6 +166,7 @@ def test_mxu_schedule_refuses_bad_tiles():
 
 # ---- the engine's blocking --------------------------------------------------------------------
 
+
 @given(gemms())
 def test_engine_blocking_covers_m_exactly(g):
     """The m-blocks cover M exactly with no empty block and none above mb_max; each block has a
@@ -170,8 +179,9 @@ def test_engine_blocking_covers_m_exactly(g):
     assert len(b["block_g"]) == len(blocks) and all(1 <= gb <= b["g"] for gb in b["block_g"])
     kb, nb = ceil(k / cfg.mxu.rows), ceil(n / cfg.mxu.cols)
     assert sum(count for _, count in b["tile_runs"]) == len(blocks) * kb * nb
-    assert [beats for beats, _ in b["tile_runs"]] == [mb for i, mb in enumerate(blocks)
-                                                       if i == 0 or blocks[i - 1] != mb]
+    assert [beats for beats, _ in b["tile_runs"]] == [
+        mb for i, mb in enumerate(blocks) if i == 0 or blocks[i - 1] != mb
+    ]
 
 
 @given(gemms(max_m=2500))
@@ -198,7 +208,7 @@ def small_tile_gemms(draw):
     return cfg, m, k, n
 
 
-@settings(deadline=None)   # the oracle lists every tile and beat; the function under test does not
+@settings(deadline=None)  # the oracle lists every tile and beat; the function under test does not
 @given(small_tile_gemms())
 def test_engine_array_cycles_equals_the_listed_schedule(g):
     cfg, m, k, n = g
@@ -247,12 +257,24 @@ def test_engine_blocking_regression_k_16385():
 
 # ---- the host layout --------------------------------------------------------------------------
 
-@given(st.integers(1, 3000), st.integers(1, 3000), st.integers(1, 3000), st.sampled_from([1, 2]),
-       st.sampled_from([2, 4]), st.booleans(), st.integers(0, 1 << 20), st.sampled_from([0, 32, 64]))
+
+@given(
+    st.integers(1, 3000),
+    st.integers(1, 3000),
+    st.integers(1, 3000),
+    st.sampled_from([1, 2]),
+    st.sampled_from([2, 4]),
+    st.booleans(),
+    st.integers(0, 1 << 20),
+    st.sampled_from([0, 32, 64]),
+)
 def test_layout_regions_are_aligned_and_disjoint(m, k, n, ob, out_bytes, load_c, start, pad):
     lay = layout(m, k, n, ob, out_bytes, load_c, start=start, pad_bytes=pad)
-    regions = [("a", lay.a_base, lay.a_stride, m, k * ob), ("b", lay.b_base, lay.b_stride, k, n * ob),
-               ("d", lay.d_base, lay.d_stride, m, n * out_bytes)]
+    regions = [
+        ("a", lay.a_base, lay.a_stride, m, k * ob),
+        ("b", lay.b_base, lay.b_stride, k, n * ob),
+        ("d", lay.d_base, lay.d_stride, m, n * out_bytes),
+    ]
     if load_c:
         regions.append(("c", lay.c_base, lay.c_stride, m, n * 4))
     else:
@@ -283,11 +305,13 @@ def test_check_gemm_accepts_exactly_what_fits(g, load_c, out_bf16):
 @given(engine_configs(), st.integers(1, 50))
 def test_check_engine_dims_names_max_k(cfg, extra):
     with pytest.raises(ValueError, match="MAX_K"):
-        check_engine_dims(1, cfg.max_k + extra, 1, cfg) if cfg.max_k + extra <= DIM_MAX else \
-            check_engine_dims(1, DIM_MAX + extra, 1, cfg)
+        check_engine_dims(1, cfg.max_k + extra, 1, cfg) if cfg.max_k + extra <= DIM_MAX else check_engine_dims(
+            1, DIM_MAX + extra, 1, cfg
+        )
 
 
 # ---- the engine configuration -----------------------------------------------------------------
+
 
 @given(engine_configs())
 def test_engine_config_derived_values(cfg):
@@ -297,15 +321,19 @@ def test_engine_config_derived_values(cfg):
     assert cfg.as_dict()["a_buffer_bytes"] == cfg.a_buffer_bytes
 
 
-@given(st.sampled_from(["m_block", "acc_entries", "a_buffer_bytes", "rob_depth", "m_first"]),
-       st.one_of(st.integers(-(1 << 30), 0), st.integers((1 << 26) + 1, 1 << 40)))
+@given(
+    st.sampled_from(["m_block", "acc_entries", "a_buffer_bytes", "rob_depth", "m_first"]),
+    st.one_of(st.integers(-(1 << 30), 0), st.integers((1 << 26) + 1, 1 << 40)),
+)
 def test_engine_config_refuses_values_out_of_range(name, value):
     with pytest.raises(ValueError, match=f"^{name} must be"):
         EngineConfig(**{name: value})
 
 
-@given(st.sampled_from(["m_block", "acc_entries", "a_buffer_bytes", "rob_depth", "m_first"]),
-       st.one_of(st.floats(allow_nan=False), st.text(max_size=3), st.booleans()))
+@given(
+    st.sampled_from(["m_block", "acc_entries", "a_buffer_bytes", "rob_depth", "m_first"]),
+    st.one_of(st.floats(allow_nan=False), st.text(max_size=3), st.booleans()),
+)
 def test_engine_config_refuses_wrong_types(name, value):
     with pytest.raises(TypeError, match=f"^{name} must be"):
         EngineConfig(**{name: value})
@@ -320,8 +348,10 @@ def test_engine_config_wrong_component_types():
 
 # ---- the CLI's input checks -------------------------------------------------------------------
 
+
 class _cli_api:
     """The CLI's input checks, from the modules that hold them."""
+
     from sim.cli import build_parser as _build_parser
     from sim.cli.errors import UsageError
     from sim.cli.files import operand as _operand
@@ -342,9 +372,13 @@ def test_cli_value_parsers_are_total(text):
     """Each option parser returns a value in its range or raises ArgumentTypeError (argparse makes
     that one line, exit 2) for any text."""
     cli = _cli()
-    for parse, ok in ((cli._positive, lambda v: v >= 1), (cli._seed, lambda v: 0 <= v < 2**31),
-                      (cli._engine_size, lambda v: v in cli.ENGINE_SIZES), (cli._freq_mhz, lambda v: 0 < v <= 1000),
-                      (cli._stages, lambda v: isinstance(v, int))):
+    for parse, ok in (
+        (cli._positive, lambda v: v >= 1),
+        (cli._seed, lambda v: 0 <= v < 2**31),
+        (cli._engine_size, lambda v: v in cli.ENGINE_SIZES),
+        (cli._freq_mhz, lambda v: 0 < v <= 1000),
+        (cli._stages, lambda v: isinstance(v, int)),
+    ):
         try:
             value = parse(text)
         except argparse.ArgumentTypeError:
@@ -352,10 +386,27 @@ def test_cli_value_parsers_are_total(text):
         assert ok(value), (parse.__name__, text, value)
 
 
-@given(hnp.arrays(st.sampled_from([np.float16, np.float32, np.float64, np.int8, np.int16, np.int64, np.uint8,
-                                   np.uint16, np.bool_, np.complex64]),
-                  hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)),
-       st.sampled_from(FMTS), st.booleans())
+@given(
+    hnp.arrays(
+        st.sampled_from(
+            [
+                np.float16,
+                np.float32,
+                np.float64,
+                np.int8,
+                np.int16,
+                np.int64,
+                np.uint8,
+                np.uint16,
+                np.bool_,
+                np.complex64,
+            ]
+        ),
+        hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+    ),
+    st.sampled_from(FMTS),
+    st.booleans(),
+)
 def test_cli_operand_check_is_total(array, fmt, bits):
     """Any array: converted to the format's dtype with its 2-D shape kept, or one UsageError whose
     text names the operand (never another exception)."""
@@ -363,6 +414,7 @@ def test_cli_operand_check_is_total(array, fmt, bits):
     from pathlib import Path
 
     from verif.golden import dtype_of
+
     try:
         out = cli._operand(array, "A", Path("a.npy"), fmt, bits)
     except cli.UsageError as e:
@@ -374,10 +426,44 @@ def test_cli_operand_check_is_total(array, fmt, bits):
         assert out.dtype == np.dtype(dtype_of(fmt))
 
 
-_TOKENS = st.sampled_from(["generate", "matmul", "synth", "demo", "board", "build", "--rows", "--cols", "3", "8",
-                           "0", "-1", "x", "--fmt", "int8", "bf16", "--stages", "12", "-o", "", "--mac",
-                           "--preset", "nope", "--target", "ulx3s-85f", "--sim", "--seed", "--freq", "1e9",
-                           "--vectors", "--no-size-limit", "--block", "pe", "--help"])
+_TOKENS = st.sampled_from(
+    [
+        "generate",
+        "matmul",
+        "synth",
+        "demo",
+        "board",
+        "build",
+        "--rows",
+        "--cols",
+        "3",
+        "8",
+        "0",
+        "-1",
+        "x",
+        "--fmt",
+        "int8",
+        "bf16",
+        "--stages",
+        "12",
+        "-o",
+        "",
+        "--mac",
+        "--preset",
+        "nope",
+        "--target",
+        "ulx3s-85f",
+        "--sim",
+        "--seed",
+        "--freq",
+        "1e9",
+        "--vectors",
+        "--no-size-limit",
+        "--block",
+        "pe",
+        "--help",
+    ]
+)
 
 
 @given(st.lists(_TOKENS, max_size=8))
@@ -389,5 +475,5 @@ def test_cli_argument_parsing_is_total(tokens):
         parser.parse_args(tokens)
     except cli.UsageError as e:
         assert "\n" not in str(e)
-    except SystemExit as e:   # --help
+    except SystemExit as e:  # --help
         assert e.code == 0 and "--help" in tokens

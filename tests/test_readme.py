@@ -86,11 +86,14 @@ def test_readme_examples_run(tmp_path):
     for command, shown in examples():
         if command.startswith("make ") or command in SKIPPED:
             continue
-        proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=3600)
+        proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3600)
         assert proc.returncode == 0, f"{command}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         if shown:
             check_shown(command, shown, proc.stdout)
         ran.append(command.split()[:2])
-    assert [c for c in ran if c[0] == "mxu"] == [["mxu", "generate"], ["mxu", "synth"], ["mxu", "matmul"],
-                                                ["mxu", "demo"]]
+    assert [c for c in ran if c[0] == "mxu"] == [
+        ["mxu", "generate"],
+        ["mxu", "synth"],
+        ["mxu", "matmul"],
+        ["mxu", "demo"],
+    ]

@@ -20,13 +20,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import runner, toolchain
-from sim.runner import (
-    RunResult,
-    SimulationError,
-    SimulatorUnavailable,
-    generate_verilog,
-    run_cocotb,
-)
+from sim.runner import RunResult, SimulationError, SimulatorUnavailable, generate_verilog, run_cocotb
 
 TB = "verif.tb.smoke_tb"
 TOP = "reg_adder"
@@ -55,9 +49,7 @@ def _adder_key(width: int) -> tuple[str, int]:
 
 
 def _adder_verilog(width: int = 8, out_dir: Path | None = None) -> Path:
-    return generate_verilog(
-        lambda: RegAdder(width), name=TOP, key=_adder_key(width), out_dir=out_dir
-    )
+    return generate_verilog(lambda: RegAdder(width), name=TOP, key=_adder_key(width), out_dir=out_dir)
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +66,7 @@ def test_adder_exact_values(simulator: str, seed: int, adder_v: Path, monkeypatc
     # A wrong configuration in the caller's environment must lose to the explicit env argument.
     monkeypatch.setenv("MXU_TB_CONFIG", json.dumps({"expect_offset": 5}))
     config = {"width": 8, "beats": 300, "expect_offset": 0}
-    result = run_cocotb(
-        [adder_v], TOP, TB, simulator=simulator, seed=seed,
-        env={"MXU_TB_CONFIG": json.dumps(config)},
-    )
+    result = run_cocotb([adder_v], TOP, TB, simulator=simulator, seed=seed, env={"MXU_TB_CONFIG": json.dumps(config)})
     assert (result.passed, result.failed) == (2, 0), _describe(result)
     assert result.ok
     assert result.results_xml.is_absolute() and result.results_xml.is_file()
@@ -92,7 +81,12 @@ def test_adder_exact_values(simulator: str, seed: int, adder_v: Path, monkeypatc
 def test_failing_cocotb_test_is_reported(simulator: str, adder_v: Path) -> None:
     config = {"beats": 10, "expect_offset": 1}  # every expectation is off by one
     result = run_cocotb(
-        [adder_v], TOP, TB, simulator=simulator, testcase="adder_matches_model", seed=1,
+        [adder_v],
+        TOP,
+        TB,
+        simulator=simulator,
+        testcase="adder_matches_model",
+        seed=1,
         env={"MXU_TB_CONFIG": json.dumps(config)},
     )
     assert (result.passed, result.failed) == (0, 1), _describe(result)
@@ -110,8 +104,10 @@ def test_unchanged_build_is_reused(simulator: str, tmp_path: Path) -> None:
     kwargs = {"simulator": simulator, "build_dir": tmp_path, "env": env}
     first = run_cocotb([verilog], TOP, TB, seed=2, **kwargs)
     second = run_cocotb([verilog], TOP, TB, seed=3, **kwargs)
-    print(f"{simulator}: cold build {first.build_s:.2f} s, test {first.test_s:.2f} s; "
-          f"cached build {second.build_s:.3f} s, test {second.test_s:.2f} s")
+    print(
+        f"{simulator}: cold build {first.build_s:.2f} s, test {first.test_s:.2f} s; "
+        f"cached build {second.build_s:.3f} s, test {second.test_s:.2f} s"
+    )
     assert (first.passed, first.failed) == (2, 0), _describe(first)
     assert (second.passed, second.failed) == (2, 0), _describe(second)
     assert not first.cached_build
@@ -150,14 +146,13 @@ def test_verilog_cache_key(tmp_path: Path) -> None:
         def make() -> RegAdder:
             calls.append(width)
             return RegAdder(width)
+
         return make
 
     a = generate_verilog(factory(8), name=TOP, key=("smoke", 8), out_dir=tmp_path)
     again = generate_verilog(factory(8), name=TOP, key=("smoke", 8), out_dir=tmp_path)
     other_key = generate_verilog(factory(8), name=TOP, key=("smoke", 9), out_dir=tmp_path)
-    other_name = generate_verilog(
-        factory(8), name="reg_adder_b", key=("smoke", 8), out_dir=tmp_path
-    )
+    other_name = generate_verilog(factory(8), name="reg_adder_b", key=("smoke", 8), out_dir=tmp_path)
 
     assert a == again and a.is_file()
     assert calls == [8, 8, 8], "a cache hit must not call the factory"

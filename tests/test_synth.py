@@ -17,8 +17,13 @@ MXU = [sys.executable, "-m", "sim.cli"]
 
 
 def run(args, cwd):
-    return subprocess.run(MXU + args, cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    return subprocess.run(
+        MXU + args,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )
 
 
 def test_targets_table():
@@ -27,8 +32,15 @@ def test_targets_table():
     assert (t["ice40-up5k"].part, t["ice40-up5k"].board) == ("iCE40UP5K-SG48I", "iCEBreaker")
     assert (t["ecp5-25k"].part, t["ecp5-25k"].package, t["ecp5-25k"].speed) == ("LFE5U-25F-6BG381C", "CABGA381", "6")
     assert (t["ecp5-85k"].part, t["ecp5-85k"].package, t["ecp5-85k"].speed) == ("LFE5U-85F-8MG285C", "CSFBGA285", "8")
-    assert t["ice40-up5k"].capacity == {"lut4": 5280, "ff": 5280, "carry": 5280, "dsp": 8, "bram": 30, "spram": 4,
-                                        "io": 39}
+    assert t["ice40-up5k"].capacity == {
+        "lut4": 5280,
+        "ff": 5280,
+        "carry": 5280,
+        "dsp": 8,
+        "bram": 30,
+        "spram": 4,
+        "io": 39,
+    }
     assert t["ecp5-85k"].capacity["dsp"] == 156 and t["ecp5-25k"].capacity["dsp"] == 28
     for target in t.values():
         text = (synth.CONSTRAINTS_DIR / target.constraints).read_text()
@@ -44,12 +56,17 @@ def test_ports_and_wrapper():
     )
     ports = synth.parse_ports(text, "blk")
     assert [(p.name, p.direction, p.width_bits) for p in ports] == [
-        ("a", "input", 48), ("b", "input", 1), ("clk", "input", 1), ("rst", "input", 1),
-        ("y", "output", 32), ("z", "output", 1)]
+        ("a", "input", 48),
+        ("b", "input", 1),
+        ("clk", "input", 1),
+        ("rst", "input", 1),
+        ("y", "output", 32),
+        ("z", "output", 1),
+    ]
     w = synth.ooc_wrapper("blk", ports)
     assert "module ooc_top(input clk, input sin, output sout);" in w
-    assert "reg [49:0] shift_in;" in w                     # a, b, rst: 50 input bits, clk excluded
-    assert "wire [32:0] block_out;" in w                   # y, z: 33 output bits
+    assert "reg [49:0] shift_in;" in w  # a, b, rst: 50 input bits, clk excluded
+    assert "wire [32:0] block_out;" in w  # y, z: 33 output bits
     assert ".clk(clk)" in w and ".a(shift_in[47:0])" in w and ".rst(shift_in[49:49])" in w
     assert "parity <= ^block_out" in w
     with pytest.raises(ValueError, match="module 'nope' is not defined"):
@@ -62,21 +79,29 @@ def test_fit_problems_lower_bounds():
     assert synth.fit_problems(ok, t) == []
     assert synth.fit_problems({**ok, "ff": 5281, "dsp": 9}, t) == [
         "logic cells (LUT4/FF/carry): needs 5281, iCE40UP5K-SG48I has 5280",
-        "SB_MAC16 DSP: needs 9, iCE40UP5K-SG48I has 8"]
+        "SB_MAC16 DSP: needs 9, iCE40UP5K-SG48I has 8",
+    ]
     e = synth.TARGETS["ecp5-25k"]
     cells = {"lut4": 20000, "carry": 2000, "lutram": 144, "ff": 0, "dsp": 0, "bram": 0}
     assert synth.fit_problems(cells, e) == []
     assert synth.fit_problems({**cells, "lutram": 145}, e) == [
-        "LUT4 sites (LUT4 + 2 per CCU2C + 2 per DPR16X4): needs 24290, LFE5U-25F-6BG381C has 24288"]
+        "LUT4 sites (LUT4 + 2 per CCU2C + 2 per DPR16X4): needs 24290, LFE5U-25F-6BG381C has 24288"
+    ]
 
 
-@pytest.mark.parametrize("line,fits", [  # nextpnr 0.11 messages seen on designs that were too big
-    ("ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.", False),
-    ("ERROR: Unable to place cell 'block.skew_c4_ram[2]_SB_DFFE_Q_31_DFFLC', no BELs remaining to implement cell "
-     "type 'ICESTORM_LC'", False),
-    ("ERROR: Failed to expand region (0, 0) |_> (25, 31) of 7245 ICESTORM_LCs", False),
-    ("ERROR: Failed to route arc 0 of net 'x'.", True),
-])
+@pytest.mark.parametrize(
+    "line,fits",
+    [  # nextpnr 0.11 messages seen on designs that were too big
+        ("ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.", False),
+        (
+            "ERROR: Unable to place cell 'block.skew_c4_ram[2]_SB_DFFE_Q_31_DFFLC', no BELs remaining to "
+            "implement cell type 'ICESTORM_LC'",
+            False,
+        ),
+        ("ERROR: Failed to expand region (0, 0) |_> (25, 31) of 7245 ICESTORM_LCs", False),
+        ("ERROR: Failed to route arc 0 of net 'x'.", True),
+    ],
+)
 def test_nextpnr_not_fit_messages(line, fits):
     assert (synth._FIT_ERRORS.search(line) is None) == fits
 
@@ -85,14 +110,38 @@ def test_nextpnr_not_fit_messages(line, fits):
 def test_ice40_int8_mac_placed_from_cli(tmp_path):
     """int8 MAC on the UP5K through the command, output folder under /tmp: one SB_MAC16, the
     wrapper's cost exact, capacities as nextpnr reports them, no Fmax claimed through the DSP."""
-    r = run(["synth", "--target", "ice40-up5k", "--block", "mac", "--fmt", "int8", "--stages", "2",
-             "-o", str(tmp_path / "out"), "--json"], tmp_path)
+    r = run(
+        [
+            "synth",
+            "--target",
+            "ice40-up5k",
+            "--block",
+            "mac",
+            "--fmt",
+            "int8",
+            "--stages",
+            "2",
+            "-o",
+            str(tmp_path / "out"),
+            "--json",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["mac.v", "icebreaker.pcf", "synth.json", "ooc_top.v", "yosys.log", "yosys_wrapper.log", "nextpnr.log",
-         "nextpnr_report.json"])
+        [
+            "mac.v",
+            "icebreaker.pcf",
+            "synth.json",
+            "ooc_top.v",
+            "yosys.log",
+            "yosys_wrapper.log",
+            "nextpnr.log",
+            "nextpnr_report.json",
+        ]
+    )
     assert json.loads((out / "synth.json").read_text())["cells"] == rep["cells"]
     cells = rep["cells"]
     assert cells["block"]["dsp"] == 1 and cells["wrapper"]["dsp"] == 0
@@ -143,13 +192,38 @@ def test_ecp5_bf16_mac_placed_timing_miss_reported(tmp_path):
 @pytest.mark.flow
 def test_synth_only_mxu_dsp_count(tmp_path):
     """--synth-only on an int8 2x3 MXU: one multiplier per PE, so exactly 6 MULT18X18D; no nextpnr files."""
-    r = run(["synth", "--target", "ecp5-25k", "--rows", "2", "--cols", "3", "--fmt", "int8", "--stages", "1",
-             "--synth-only", "--json", "-o", "o"], tmp_path)
+    r = run(
+        [
+            "synth",
+            "--target",
+            "ecp5-25k",
+            "--rows",
+            "2",
+            "--cols",
+            "3",
+            "--fmt",
+            "int8",
+            "--stages",
+            "1",
+            "--synth-only",
+            "--json",
+            "-o",
+            "o",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["cells"]["block"]["dsp"] == 6 and rep["placed"] is False and rep["fmax"] == []
-    assert rep["block"] == {"block": "mxu", "rows": 2, "cols": 3, "fmt": "int8", "subnormals": "ftz", "stages": 1,
-                            "backpressure": True}
+    assert rep["block"] == {
+        "block": "mxu",
+        "rows": 2,
+        "cols": 3,
+        "fmt": "int8",
+        "subnormals": "ftz",
+        "stages": 1,
+        "backpressure": True,
+    }
     assert not (tmp_path / "o" / "nextpnr.log").exists() and (tmp_path / "o" / "synth.json").is_file()
 
 
@@ -159,26 +233,35 @@ def test_does_not_fit_up5k(tmp_path):
     r = run(["synth", "--target", "ice40-up5k", "--rows", "3", "--cols", "3", "--fmt", "int8", "-o", "big"], tmp_path)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1
-    assert r.stderr.startswith("mxu: error: design does not fit iCE40UP5K-SG48I (ice40-up5k): "
-                               "SB_MAC16 DSP: needs 9, iCE40UP5K-SG48I has 8")
+    assert r.stderr.startswith(
+        "mxu: error: design does not fit iCE40UP5K-SG48I (ice40-up5k): SB_MAC16 DSP: needs 9, iCE40UP5K-SG48I has 8"
+    )
     assert "--no-dsp" in r.stderr
     assert not (tmp_path / "big").exists()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["synth", "--target", "xc7a35t", "-o", "o"], "argument --target: invalid choice: 'xc7a35t'"),
-    (["synth", "--target", "ecp5-25k", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer"),
-    (["synth", "--target", "ecp5-25k", "--freq", "0", "-o", "o"], "argument --freq: must be a frequency in MHz"),
-    (["synth", "--target", "ecp5-25k", "--freq", "fast", "-o", "o"], "argument --freq: must be a frequency"),
-    (["synth", "--target", "ecp5-25k", "--block", "pe", "--rows", "2", "-o", "o"], "rows does not apply to block pe"),
-    (["synth", "--target", "ecp5-25k", "--block", "pe", "--fmt", "fp8_e4m3fn", "-o", "o"],
-     "fmt must be one of bf16, int8 inside a PE"),
-    (["synth", "--target", "ecp5-25k", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 9; got 0"),
-    (["synth", "--target", "ecp5-25k", "--name", "ooc_top", "-o", "o"], "is not a Verilog identifier"),
-    (["synth", "--target", "ecp5-25k", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
-    (["synth", "--target", "ecp5-25k", "--seed", "-1", "-o", "o"], "argument --seed: must be an integer"),
-    (["synth", "-o", "o"], "the following arguments are required: --target"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["synth", "--target", "xc7a35t", "-o", "o"], "argument --target: invalid choice: 'xc7a35t'"),
+        (["synth", "--target", "ecp5-25k", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer"),
+        (["synth", "--target", "ecp5-25k", "--freq", "0", "-o", "o"], "argument --freq: must be a frequency in MHz"),
+        (["synth", "--target", "ecp5-25k", "--freq", "fast", "-o", "o"], "argument --freq: must be a frequency"),
+        (
+            ["synth", "--target", "ecp5-25k", "--block", "pe", "--rows", "2", "-o", "o"],
+            "rows does not apply to block pe",
+        ),
+        (
+            ["synth", "--target", "ecp5-25k", "--block", "pe", "--fmt", "fp8_e4m3fn", "-o", "o"],
+            "fmt must be one of bf16, int8 inside a PE",
+        ),
+        (["synth", "--target", "ecp5-25k", "--stages", "0", "-o", "o"], "stages must be an integer from 1 to 9; got 0"),
+        (["synth", "--target", "ecp5-25k", "--name", "ooc_top", "-o", "o"], "is not a Verilog identifier"),
+        (["synth", "--target", "ecp5-25k", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
+        (["synth", "--target", "ecp5-25k", "--seed", "-1", "-o", "o"], "argument --seed: must be an integer"),
+        (["synth", "-o", "o"], "the following arguments are required: --target"),
+    ],
+)
 def test_synth_bad_input(tmp_path, args, message):
     r = run(args, tmp_path)
     assert r.returncode == 2, r.stderr

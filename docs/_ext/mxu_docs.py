@@ -27,35 +27,70 @@ def _md(header, rows) -> str:
 def _reference(name: str) -> str:
     if name == "registers":
         from hw.engine.csr import register_table_markdown
+
         return register_table_markdown()
     if name == "errors":
         from hw.engine.engine import ERRORS
+
         return _md(["code", "name", "meaning"], [(c, n, m) for c, (n, m) in ERRORS.items()])
     if name == "jedec-rules":
         from verif.jedec_checker import RULES
 
         def cmds(s):
             return ", ".join(sorted(c.name for c in s))
-        return _md(["rule", "previous command", "next command", "scope", "minimum distance (cycles)"],
-                   [(r.name, cmds(r.prev), cmds(r.next), r.scope.value.replace("_", " "), r.formula) for r in RULES])
+
+        return _md(
+            ["rule", "previous command", "next command", "scope", "minimum distance (cycles)"],
+            [(r.name, cmds(r.prev), cmds(r.next), r.scope.value.replace("_", " "), r.formula) for r in RULES],
+        )
     if name == "jedec-other":
         from verif.jedec_checker import OTHER_RULES
+
         return _md(["check", "rule"], OTHER_RULES.items())
     if name == "timing-sets":
         from hw.hbm.config import TIMING_PRESETS
-        fields = ["CL", "CWL", "tRCD", "tRP", "tRAS", "tRC", "tCCD_S", "tCCD_L", "tRRD_S", "tRRD_L", "tFAW", "tWR",
-                  "tWTR_S", "tWTR_L", "tRTP", "tRTW", "tRFC", "tREFI", "burst_cycles"]
+
+        fields = [
+            "CL",
+            "CWL",
+            "tRCD",
+            "tRP",
+            "tRAS",
+            "tRC",
+            "tCCD_S",
+            "tCCD_L",
+            "tRRD_S",
+            "tRRD_L",
+            "tFAW",
+            "tWR",
+            "tWTR_S",
+            "tWTR_L",
+            "tRTP",
+            "tRTW",
+            "tRFC",
+            "tREFI",
+            "burst_cycles",
+        ]
         return _md(["set"] + fields, [[k] + [getattr(t, f) for f in fields] for k, t in TIMING_PRESETS.items()])
     if name == "presets":
         from hw.mxu import PRESETS
-        return _md(["preset", "rows", "cols", "fmt", "subnormals", "stages"],
-                   [(k, c.rows, c.cols, c.fmt, c.subnormals, c.stages) for k, c in PRESETS.items()])
+
+        return _md(
+            ["preset", "rows", "cols", "fmt", "subnormals", "stages"],
+            [(k, c.rows, c.cols, c.fmt, c.subnormals, c.stages) for k, c in PRESETS.items()],
+        )
     if name == "targets":
         from sim.synth import TARGETS
+
         keys = ["lut4", "ff", "carry", "lutram", "dsp", "bram", "spram", "io"]
-        return _md(["--target", "board", "part", "nextpnr device", "clock (MHz)"] + keys,
-                   [(t.name, t.board, t.part, " ".join(t.nextpnr_args), t.board_clock_mhz)
-                    + tuple(t.capacity.get(k, "-") for k in keys) for t in TARGETS.values()])
+        return _md(
+            ["--target", "board", "part", "nextpnr device", "clock (MHz)"] + keys,
+            [
+                (t.name, t.board, t.part, " ".join(t.nextpnr_args), t.board_clock_mhz)
+                + tuple(t.capacity.get(k, "-") for k in keys)
+                for t in TARGETS.values()
+            ],
+        )
     raise ValueError(f"mxu-reference: unknown table {name!r}")
 
 
@@ -65,9 +100,11 @@ class _MarkdownDirective(SphinxDirective):
     def _parse(self, text: str):
         node_list = []
         from docutils import nodes
+
         container = nodes.container()
-        self.state.nested_parse(StringList(text.splitlines(), source=self.get_source_info()[0]),
-                                self.content_offset, container)
+        self.state.nested_parse(
+            StringList(text.splitlines(), source=self.get_source_info()[0]), self.content_offset, container
+        )
         node_list.extend(container.children)
         return node_list
 
