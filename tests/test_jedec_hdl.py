@@ -1,0 +1,227 @@
+"""The HDL JEDEC checker against the Python one: same rule table, same verdicts.
+
+Every self-test trace (each rule of the table violated one cycle early, and met at exactly its
+minimum distance; the tFAW and data-bus checks the same way) goes through both back ends on every
+timing preset; the first violation (rule and cycle), or none, must be identical. Plus the checks
+outside the table that only the netlist has at the pins (write data at WR + CWL) and the refresh
+cadence, and the message a latched violation turns into.
+"""
+
+from __future__ import annotations
+
+import pytest
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
+from amaranth.sim import Simulator
+
+from hw.hbm.config import TIMING_PRESETS, HBMConfig
+from hw.hbm.controller import ColCmd, RowCmd
+from verif.hdl.jedec_checker import CHECKS, JedecCheckerHDL, describe
+from verif.jedec_checker import Cmd, JedecChecker, TimingViolation
+from verif.jedec_selftest import boundary_traces, python_verdict
+
+ROW = {"ACT": RowCmd.ACT, "PRE": RowCmd.PRE, "PREA": RowCmd.PREA, "REF": RowCmd.REF}
+COL = {"RD": ColCmd.RD, "WR": ColCmd.WR}
+FIELDS = ("rule", "cycle", "cmd", "prev", "bg", "bank", "row", "col", "distance")
+
+
+def small(timing, **kw) -> HBMConfig:
+    """A small geometry (4 bank groups of 2 banks, 8 rows, 4 columns): the traces use bank groups 0-3,
+    banks 0-1, rows 5-6 and columns 0-1; the timing constants are what the checker is built from."""
+    return HBMConfig(pseudo_channels=1, bank_groups=4, banks_per_group=2, rows=8, columns=4, timing=timing, **kw)
+
+
+class _Harness(Elaboratable):
+    """The checker in a sync domain whose reset the testbench drives (``clear``): one simulation runs
+    many traces, each from the reset state."""
+
+    def __init__(self, checker):
+        self.checker, self.clear = checker, Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = cd = ClockDomain()
+        m.d.comb += cd.rst.eq(self.clear)
+        m.submodules.chk = self.checker
+        return m
+
+
+def hdl_verdicts(config: HBMConfig, traces, *, finish_at=None) -> list[dict | None]:
+    """Run each trace (``[(cycle, cmd, (bg, bank), row, col)]``) through the HDL checker from reset;
+    return the latched violation's fields of each (None: no violation)."""
+    dut = JedecCheckerHDL(config)
+    h = _Harness(dut)
+    sim = Simulator(h)
+    sim.add_clock(1e-6)
+    out = []
+
+    async def bench(ctx):
+        for trace in traces:
+            ctx.set(h.clear, 1)
+            await ctx.tick()
+            ctx.set(h.clear, 0)
+            by_cycle = {}
+            for cycle, cmd, (bg, bank), row, col in trace:
+                by_cycle.setdefault(cycle, []).append((cmd, bg, bank, row, col))
+            last = max(by_cycle) if by_cycle else 0
+            end = max(last, finish_at or 0)
+            cwl = config.timing.CWL
+            writes = {c + cwl for c, cmds in by_cycle.items() for x in cmds if x[0] == "WR"}
+            for c in range(end + 1):
+                ctx.set(dut.row_cmd, RowCmd.NOP)
+                ctx.set(dut.col_cmd, ColCmd.NOP)
+                ctx.set(dut.wdata_valid, int(c in writes))  # the data of each WR, as the controller sends it
+                for cmd, bg, bank, row, col in by_cycle.get(c, []):
+                    if cmd in ROW:
+                        ctx.set(dut.row_cmd, ROW[cmd])
+                        ctx.set(dut.row_bg, bg)
+                        ctx.set(dut.row_bank, bank)
+                        ctx.set(dut.row_row, row)
+                    else:
+                        ctx.set(dut.col_cmd, COL[cmd])
+                        ctx.set(dut.col_bg, bg)
+                        ctx.set(dut.col_bank, bank)
+                        ctx.set(dut.col_row, row)
+                        ctx.set(dut.col_column, col)
+                ctx.set(dut.finish, int(finish_at is not None and c == finish_at))
+                await ctx.tick()
+            ctx.set(dut.row_cmd, RowCmd.NOP)
+            ctx.set(dut.col_cmd, ColCmd.NOP)
+            ctx.set(dut.finish, 0)
+            ctx.set(dut.wdata_valid, 0)
+            if ctx.get(dut.violation):
+                out.append({f: ctx.get(getattr(dut, f"v_{f}")) for f in FIELDS})
+            else:
+                out.append(None)
+
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def _group_by_timing(preset):
+    groups = {}
+    for name, timing, trace, expected in boundary_traces(TIMING_PRESETS[preset]):
+        groups.setdefault(timing, []).append((name, trace, expected))
+    return groups
+
+
+@pytest.mark.parametrize("preset", list(TIMING_PRESETS))
+def test_self_test_traces_give_the_python_verdicts(preset):
+    """Each rule one cycle early fires that rule at that cycle in both back ends; at the minimum
+    distance neither fires."""
+    n = 0
+    for timing, cases in _group_by_timing(preset).items():
+        config = small(timing)
+        got = hdl_verdicts(config, [trace for _, trace, _ in cases])
+        for (name, trace, expected), hdl in zip(cases, got):
+            want = python_verdict(config, trace)
+            if expected is not None:
+                assert want is not None and want[1] == trace[-1][0], (name, want)
+            else:
+                assert want is None, (name, want)
+            seen = None if hdl is None else (CHECKS[hdl["rule"]], hdl["cycle"])
+            assert seen == want, f"{preset} {name}: HDL {seen}, Python {want} on {trace}"
+            n += 1
+    assert n >= 2 * 20
+
+
+def test_message_names_rule_commands_bank_and_cycle():
+    t = TIMING_PRESETS["dramsim3_hbm2"]
+    config = small(t)
+    trace = [(0, "ACT", (1, 1), 5, 0), (t.tRCD - 1, "RD", (1, 1), 5, 2)]
+    (fields,) = hdl_verdicts(config, [trace])
+    assert fields["prev"] == 1 and fields["distance"] == t.tRCD - 1
+    assert describe(fields, 0, config) == (
+        f"tRCD_RD violated: ACT at cycle 0 -> RD(pc0 bg1 b1 row5 col2) at cycle {t.tRCD - 1}: "
+        f"distance {t.tRCD - 1} < tRCD = {t.tRCD}"
+    )
+
+
+def test_prerequisites_and_bank_state():
+    t = TIMING_PRESETS["dramsim3_hbm2"]
+    config = small(t)
+    late = t.tRAS + t.tRP + 10
+    traces = {
+        "RDWR_BANK_CLOSED": [(0, "RD", (0, 0), 5, 0)],
+        "RDWR_ROW_MISS": [(0, "ACT", (0, 0), 5, 0), (t.tRCD, "RD", (0, 0), 6, 0)],
+        "ACT_BANK_OPEN": [(0, "ACT", (0, 0), 5, 0), (late, "ACT", (0, 0), 6, 0)],
+        "REF_BANK_OPEN": [(0, "ACT", (0, 0), 5, 0), (late, "REF", (0, 0), 0, 0)],
+    }
+    got = hdl_verdicts(config, list(traces.values()))
+    for (name, trace), hdl in zip(traces.items(), got):
+        assert python_verdict(config, trace) == (name, trace[-1][0])
+        assert (CHECKS[hdl["rule"]], hdl["cycle"]) == (name, trace[-1][0])
+
+
+def test_same_cycle_row_then_column_command():
+    """An ACT and a RD to its bank in the same cycle: the RD sees the ACT (tRCD at distance 0)."""
+    t = TIMING_PRESETS["ramulator2_hbm2"]
+    config = small(t)
+    trace = [(3, "ACT", (2, 1), 5, 0), (3, "RD", (2, 1), 5, 0)]
+    (hdl,) = hdl_verdicts(config, [trace])
+    assert python_verdict(config, trace) == ("tRCD_RD", 3)
+    assert (CHECKS[hdl["rule"]], hdl["cycle"], hdl["distance"]) == ("tRCD_RD", 3, 0)
+
+
+def test_refresh_gap_and_rate():
+    """No REF for (postpone + 1) * tREFI cycles fires REFRESH_GAP one cycle later; with postponement 0
+    and a short tREFI, the end-of-run check fires REFRESH_RATE when a REF is missing."""
+    from dataclasses import replace
+
+    t = replace(TIMING_PRESETS["compressed_refresh"], tREFI=40, tRFC=10)
+    config = small(t, max_refresh_postpone=1)
+    limit = 2 * t.tREFI
+    gap, ok = hdl_verdicts(config, [[(limit + 1, "REF", (0, 0), 0, 0)], [(limit, "REF", (0, 0), 0, 0)]])
+    assert python_verdict(config, [(limit + 1, "REF", (0, 0), 0, 0)]) == ("REFRESH_GAP", limit + 1)
+    assert (CHECKS[gap["rule"]], gap["cycle"]) == ("REFRESH_GAP", limit + 1)
+    assert ok is None
+    # one REF by cycle 159 where floor(159 / 40) - 1 = 2 are due: the gap (80) is still legal
+    trace = [(2 * t.tREFI - 1, "REF", (0, 0), 0, 0)]
+    end = 4 * t.tREFI - 1
+    chk = JedecChecker(config)
+    chk.command(trace[0][0], 0, "REF")
+    with pytest.raises(TimingViolation) as exc:
+        chk.finish(end)
+    assert exc.value.rule == "REFRESH_RATE"
+    (rate,) = hdl_verdicts(config, [trace], finish_at=end)
+    assert (CHECKS[rate["rule"]], rate["cycle"]) == ("REFRESH_RATE", end)
+    (fine,) = hdl_verdicts(config, [trace], finish_at=3 * t.tREFI - 1)  # floor(119 / 40) - 1 = 1 due
+    chk = JedecChecker(config)
+    chk.command(trace[0][0], 0, "REF")
+    chk.finish(3 * t.tREFI - 1)
+    assert fine is None
+
+
+def test_every_check_is_named_once():
+    assert len(CHECKS) == len(set(CHECKS))
+    assert Cmd.ACT.value == "ACT"
+
+
+@pytest.mark.cocotb
+def test_generated_verilog_gives_the_python_verdicts(simulator, tmp_path):
+    """The checker's Verilog on Verilator and Icarus: every self-test trace of the DRAMsim3 preset
+    (tweaked timings included) gives the Python checker's first violation, rule and cycle."""
+    import json
+
+    from sim.runner import generate_verilog, run_cocotb
+
+    n = 0
+    for i, (timing, cases) in enumerate(_group_by_timing("dramsim3_hbm2").items()):
+        config = small(timing)
+        verilog = generate_verilog(lambda c=config: JedecCheckerHDL(c), name="jedec_checker", key=config)
+        traces = [[[c, cmd, bg, bank, row, col] for c, cmd, (bg, bank), row, col in trace] for _, trace, _ in cases]
+        report = tmp_path / f"verdicts{i}.json"
+        conf = {"traces": traces, "cwl": timing.CWL, "report": str(report)}
+        res = run_cocotb(
+            [verilog],
+            "jedec_checker",
+            "verif.tb.jedec_tb",
+            simulator=simulator,
+            env={"JEDEC_TB_CONFIG": json.dumps(conf)},
+        )
+        assert res.failed == 0 and res.passed == 1, res.log_tail()
+        for (name, trace, _), hdl in zip(cases, json.loads(report.read_text())):
+            seen = None if hdl is None else (CHECKS[hdl["rule"]], hdl["cycle"])
+            assert seen == python_verdict(config, trace), f"{simulator} {name}: {seen} on {trace}"
+            n += 1
+    assert n >= 40
