@@ -46,5 +46,5 @@ demo: venv
 	$(VENV)/bin/mxu demo
 
 clean:
-	rm -rf build .pytest_cache *.egg-info
+	rm -rf build .pytest_cache .hypothesis .ruff_cache *.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

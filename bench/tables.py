@@ -491,17 +491,26 @@ def to_markdown(table: Table) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tables", description=__doc__.split("\n")[0])
     ap.add_argument("kind", nargs="?", help="table kind; none lists them")
-    ap.add_argument("source", nargs="?", help="JSON file (or glob of report files) under the repository")
+    ap.add_argument("source", nargs="?", help="JSON file (or glob of report files) under the repository root")
     args = ap.parse_args(argv)
+    if args.kind and not args.source:
+        ap.error("the table's JSON file (or glob) is required; the manual's pages name each")
     if not args.kind:
         for k, (fn, many) in TABLES.items():
             print(f"{k:16} {'(glob) ' if many else ''}{fn.__doc__.splitlines()[0]}")
         return 0
     try:
-        print(to_markdown(build(args.kind, args.source or "")))
+        text = to_markdown(build(args.kind, args.source))
     except ValueError as e:
         print(f"bench.tables: error: {e}", file=sys.stderr)
         return 2
+    except (KeyError, TypeError, IndexError) as e:
+        print(f"bench.tables: error: {args.source} does not hold a {args.kind} table (no field {e})", file=sys.stderr)
+        return 2
+    try:
+        print(text)
+    except BrokenPipeError:  # `| head`
+        sys.stderr.close()
     return 0
 
 

@@ -40,3 +40,5 @@ napoleon_custom_sections = [("Ports", "params_style")]
 # a reference Sphinx cannot resolve is not a broken page.
 nitpicky = False
 suppress_warnings = ["myst.header"]
+# Option names such as --fusesoc must stay two hyphens in the command reference.
+smartquotes = False

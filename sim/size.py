@@ -120,7 +120,7 @@ def check_simulated_cycles(m: int, k: int, n: int, rows: int, cols: int, stages:
     cycles = gemm_cycles(m, k, n, rows, cols, stages)
     if cycles > MAX_SIMULATED_CYCLES:
         raise ValueError(
-            f"a {m}x{k}x{n} GEMM on a {rows}x{cols} engine takes at least {cycles:,} cycles, above the simulation "
+            f"a {m}x{k}x{n} GEMM on the {rows}x{cols} engine takes at least {cycles:,} cycles, above the simulation "
             f"limit of {MAX_SIMULATED_CYCLES:,} (hours at the 1,450-2,300 cycles/s measured for 8x8); "
             "pass --no-size-limit to simulate it anyway")
     return cycles

@@ -158,7 +158,7 @@ BAD = [
     (
         ["matmul", "big_a.npy", "big_b.npy", "-o", "k.npy"],
         {},
-        "a 4096x4096x4096 GEMM on a 8x8 engine takes at least 1,073,",
+        "a 4096x4096x4096 GEMM on the 8x8 engine takes at least 1,073,",
     ),
     (
         ["board", "matmul", "oned.npy", "b.npy", "--port", "loop://", "-o", "k.npy"],

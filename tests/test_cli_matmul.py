@@ -155,6 +155,9 @@ def test_bad_output_paths(files, capsys, monkeypatch):
     assert rc == 2 and "a.txt is not a folder" in err and err.count("\n") == 1
     rc, _, err = bad_call(["matmul", "a.npy", "b.npy"], capsys, monkeypatch)
     assert rc == 2 and "the following arguments are required: -o/--out" in err
+    # numpy.save would write C.txt.npy: the file named must be the file written
+    rc, _, err = bad_call(["matmul", "a.npy", "b.npy", "-o", "C.txt"], capsys, monkeypatch)
+    assert rc == 2 and err == "mxu: error: --out C.txt must end in .npy\n"
 
 
 def test_bad_input_in_a_fresh_process_has_no_traceback(files):

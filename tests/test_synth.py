@@ -259,6 +259,7 @@ def test_does_not_fit_up5k(tmp_path):
         (["synth", "--target", "ecp5-25k", "--name", "ooc_top", "-o", "o"], "is not a Verilog identifier"),
         (["synth", "--target", "ecp5-25k", "--preset", "nope", "-o", "o"], "unknown --preset 'nope'"),
         (["synth", "--target", "ecp5-25k", "--seed", "-1", "-o", "o"], "argument --seed: must be an integer"),
+        (["synth", "--target", "ice40-up5k", "--widelut", "-o", "o"], "--widelut applies to ECP5 targets only"),
         (["synth", "-o", "o"], "the following arguments are required: --target"),
     ],
 )

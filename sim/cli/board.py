@@ -132,7 +132,7 @@ def _cmd_matmul(args) -> int:
     from verif.golden import compare_bits, expected_bits
 
     t0 = time.perf_counter()
-    check_out_file(args.out)
+    check_out_file(args.out, suffix=".npy")
     gemm_shape(args.a, args.b, args.c)   # shapes from the headers, before the board is asked anything
     raw_a, raw_b = load_npy(args.a, "A"), load_npy(args.b, "B")
     raw_c = load_npy(args.c, "--c") if args.c is not None else None

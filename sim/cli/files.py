@@ -231,9 +231,10 @@ def check_writable_parent(path: Path, option: str) -> None:
             return
 
 
-def check_out_file(path: Path, option: str = "--out") -> None:
+def check_out_file(path: Path, option: str = "--out", suffix: str | None = None) -> None:
     """An output file: not a folder, not a device, pipe or socket (the result is renamed over the
-    path: /dev/null would be replaced), its folder writable (:func:`check_writable_parent`)."""
+    path: /dev/null would be replaced), its folder writable (:func:`check_writable_parent`), and
+    ending in ``suffix`` when given (numpy.save adds .npy to any other name)."""
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give a file name such as C.npy")
     if path.exists() and not path.is_file():
@@ -241,6 +242,8 @@ def check_out_file(path: Path, option: str = "--out") -> None:
     if path.is_symlink() and not path.exists():
         raise UsageError(f"{option} {path} is a broken or looping symbolic link")
     check_writable_parent(path.parent, option)
+    if suffix is not None and path.suffix != suffix:
+        raise UsageError(f"{option} {path} must end in {suffix}")
 
 
 def write_outputs(out: Path, files: dict[str, str | Path]) -> None:

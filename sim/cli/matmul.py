@@ -108,7 +108,7 @@ def run(args) -> int:
         raise UsageError("--out-fmt bf16 does not apply to --fmt int8 (results are int32)")
     if args.waves is not None:
         check_out_file(args.waves, "--waves")
-    check_out_file(args.out)
+    check_out_file(args.out, suffix=".npy")
     m, k, n = gemm_shape(args.a, args.b, args.c)   # from the headers: nothing big is read yet
 
     from hw.engine import EngineConfig

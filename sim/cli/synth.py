@@ -92,6 +92,8 @@ def run(args) -> int:
     name = args.name or block
     check_module_name(name, reserved=(synth.WRAPPER_TOP,))
     target = synth.TARGETS[args.target]
+    if args.widelut and target.family != "ecp5":
+        raise UsageError(f"--widelut applies to ECP5 targets only (PFUMX/L6MUX21); {args.target} has none")
     files = [f"{name}.v", target.constraints, *SYNTH_FILES]
     if args.synth_only:
         files = [f for f in files if not f.startswith("nextpnr")]
