@@ -93,10 +93,11 @@ def _pe_and_row_verilog(config, name: str) -> tuple[str, str]:
     return pe_text, row_text
 
 
-def _with_pe_and_row(make, mxu_config, name: str) -> str:
+def verilog_with_mxu(make, mxu_config, name: str) -> str:
     """Verilog of a component that holds an MXU, with the MXU's PE and row as separate modules
     (``<name>_pe``, ``<name>_row``) as :func:`mxu_verilog` does; ``make(row_name)`` builds the
-    component with ``pe_blackbox=True`` and that row module name."""
+    component with ``pe_blackbox=True`` and that row module name (so the PE is compiled once, not
+    once per instance)."""
     from amaranth.back import verilog
 
     pe_text, row_text = _pe_and_row_verilog(mxu_config, name)
@@ -109,7 +110,7 @@ def engine_verilog(config, name: str = "engine") -> str:
     as ports), PE and row as separate modules."""
     from .engine import GEMMEngine
 
-    return _with_pe_and_row(lambda row: GEMMEngine(config, pe_blackbox=True, row_name=row), config.mxu, name)
+    return verilog_with_mxu(lambda row: GEMMEngine(config, pe_blackbox=True, row_name=row), config.mxu, name)
 
 
 def gemm_top_verilog(config, name: str = "gemm") -> str:
@@ -117,7 +118,7 @@ def gemm_top_verilog(config, name: str = "gemm") -> str:
     as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does."""
     from .top import GEMMTop
 
-    return _with_pe_and_row(lambda row: GEMMTop(config, pe_blackbox=True, row_name=row), config.mxu, name)
+    return verilog_with_mxu(lambda row: GEMMTop(config, pe_blackbox=True, row_name=row), config.mxu, name)
 
 
 def board_top_verilog(config, name: str = "board") -> str:
@@ -125,4 +126,4 @@ def board_top_verilog(config, name: str = "board") -> str:
     bridge) with the MXU's PE and row as separate modules, as :func:`gemm_top_verilog` does."""
     from .board import BoardTop
 
-    return _with_pe_and_row(lambda row: BoardTop(config, pe_blackbox=True, row_name=row), config.engine.mxu, name)
+    return verilog_with_mxu(lambda row: BoardTop(config, pe_blackbox=True, row_name=row), config.engine.mxu, name)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog"]
+__all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog", "sim_top_verilog", "stored_rows_for"]
 
 
 @dataclass
@@ -85,10 +85,38 @@ def engine_verilog(cfg) -> Path:
     return generate_verilog(lambda: gemm_top_verilog(cfg, "gemm"), name="gemm", key=("gemm_top", cfg))
 
 
+def sim_top_verilog(cfg, stored_rows: int, device_hbm=None) -> Path:
+    """Generate (or reuse) the Verilog of the engine with the HDL memory system
+    (:class:`verif.hdl.gemm_sim_top.GEMMSimTop`, module ``gemm_sim``); returns its path."""
+    from sim.runner import generate_verilog
+    from verif.gemm_host import FILL
+    from verif.hdl.gemm_sim_top import gemm_sim_verilog
+
+    return generate_verilog(lambda: gemm_sim_verilog(cfg, stored_rows=stored_rows, fill=FILL, device_hbm=device_hbm),
+                            name="gemm_sim", key=("gemm_sim", cfg, stored_rows, FILL, device_hbm))
+
+
+def stored_rows_for(specs: list[dict], cfg) -> int:
+    """Rows per bank the HDL device model must store for ``specs`` laid out one after another from
+    0x1000 (as the testbenches do): a power of two, at least 256 (so most runs share one build)."""
+    from verif.gemm_host import layout
+
+    end = 0x1000
+    for s in specs:
+        if s["kind"] == "gemm":
+            end = layout(s["m"], s["k"], s["n"], cfg.mxu.operand_bits // 8, 2 if s["out_bf16"] else 4, s["load_c"],
+                         pad_bytes=s["pad_bytes"], start=end).end
+    per_row = cfg.hbm.capacity_bytes // cfg.hbm.rows  # bytes of all banks and channels at one row index
+    rows = 256
+    while rows * per_row < end and rows < cfg.hbm.rows:
+        rows *= 2
+    return rows
+
+
 def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
               waves: str | None = None, progress: bool | None = None, raw_jobs: list[dict] | None = None,
               pad_bytes: int = 0, timeout_cycles: int | None = None,
-              trace: str | None = None) -> tuple[list[GemmResult], dict]:
+              trace: str | None = None, memory: str = "python", device_hbm=None) -> tuple[list[GemmResult], dict]:
     """Run ``jobs`` one after another in one simulator process.
 
     Args:
@@ -100,7 +128,9 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         waves: write an FST/VCD waveform there.
         progress: show a progress bar (tqdm) on stderr; None (default): when stderr is a terminal.
         raw_jobs: instead of ``jobs``, hand-made register writes ``[{"writes": [(offset, value), ...]}]``
-            (tests of the descriptor checks); results then have empty arrays and the STATUS.
+            (tests of the descriptor checks); results then have empty arrays and the STATUS. With
+            ``memory="hdl"`` also ``{"kind": "backdoor", "seed": s}``: a backdoor round trip (its
+            count of bursts that did not read back is in ``run_info["backdoor"]``).
         pad_bytes: extra bytes (multiple of 32) at the end of every matrix row in memory.
         timeout_cycles: a run without ``irq`` for this many cycles fails (default: 20 x the
             array-only cycle model + 20,000).
@@ -109,7 +139,14 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             command, ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready,
             B rvalid, A arvalid,
             A rvalid, accumulator bank 0 and 1 states, C0 rvalid, result W beat) for every cycle;
-            Verilator only: it reads engine internals; slows the run about twofold).
+            Verilator only: it reads engine internals; with ``memory="python"`` only).
+        memory: "python" (default): the Python device model and checker called every clock cycle
+            (:mod:`verif.tb.gemm_tb`), the reference; "hdl": the HBM device model and JEDEC checker in
+            the netlist (:mod:`verif.hdl`), Python only at the transaction level. Both give the same
+            bits and cycles; the simulation rate of both is bound by the simulator's model of the
+            engine today, so the reference stays the default.
+        device_hbm: with ``memory="hdl"``, the device models' HBMConfig when it differs from the
+            controller's (other timing rules: a test that the JEDEC checker fails the run).
 
     Returns:
         (results, run_info): run_info has ``sim_cycles``, ``wall_s``, ``build_s``, ``test_s``,
@@ -128,11 +165,16 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     cfg = EngineConfig() if config is None else config
     if not isinstance(cfg, EngineConfig):
         raise TypeError(f"config must be an EngineConfig; got {type(cfg).__name__}")
+    if memory not in ("hdl", "python"):
+        raise ValueError(f"memory must be one of hdl, python; got {memory!r}")
+    if trace and memory != "python":
+        raise ValueError("trace needs memory='python' (it samples the DRAM pins from Python every cycle)")
     fmt = cfg.mxu.fmt
     specs = []
     arrays = {}
     if raw_jobs is not None:
-        specs = [{"kind": "regs", "writes": [list(w) for w in rj["writes"]]} for rj in raw_jobs]
+        specs = [dict(rj) if "kind" in rj else {"kind": "regs", "writes": [list(w) for w in rj["writes"]]}
+                 for rj in raw_jobs]
     else:
         for j, job in enumerate(jobs):
             _check_job(j, job, fmt)
@@ -158,7 +200,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
                    bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
         bar.set_postfix_str("generating Verilog")
     t0 = time.perf_counter()
-    verilog = engine_verilog(cfg)
+    stored_rows = stored_rows_for(specs, cfg)
+    verilog = engine_verilog(cfg) if memory == "python" else sim_top_verilog(cfg, stored_rows, device_hbm)
     if bar:
         bar.update(1)
         bar.set_postfix_str(f"{sim}: build (cached if built before) and simulate {len(specs)} GEMM(s)")
@@ -169,7 +212,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         np.savez(tmp / "jobs.npz", **arrays) if arrays else None
         conf = {"engine": cfg.as_dict(), "jobs": specs, "out_npz": str(tmp / "out.npz"),
                 "jobs_npz": str(tmp / "jobs.npz") if arrays else None, "timeout_cycles": timeout_cycles,
-                "trace": str(Path(trace).resolve()) if trace else None}
+                "trace": str(Path(trace).resolve()) if trace else None, "stored_rows": stored_rows,
+                "device_hbm": device_hbm.as_dict() if device_hbm is not None else None}
         stop = threading.Event()
 
         def tick():  # elapsed time on the bar while the simulator runs
@@ -179,7 +223,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         th = threading.Thread(target=tick, daemon=True)
         th.start()
         try:
-            res = run_cocotb([verilog], "gemm", "verif.tb.gemm_tb", simulator=sim,
+            top, tb = ("gemm", "verif.tb.gemm_tb") if memory == "python" else ("gemm_sim", "verif.tb.gemm_fast_tb")
+            res = run_cocotb([verilog], top, tb, simulator=sim,
                              waves_path=Path(waves).resolve() if waves else None,
                              env={"GEMM_TB_CONFIG": json.dumps(conf)})
         finally:
@@ -192,7 +237,10 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             raise RuntimeError(f"GEMM testbench failed on {sim}:\n{res.log_tail()}")
         out = dict(np.load(tmp / "out.npz"))
     results = []
+    backdoor = [int(out[f"backdoor{j}"]) for j, s in enumerate(specs) if s["kind"] == "backdoor"]
     for j, s in enumerate(specs):
+        if s["kind"] == "backdoor":
+            continue
         status = int(out[f"status{j}"])
         bits = out.get(f"d{j}")
         if bits is None:
@@ -209,4 +257,9 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     info = {"sim_cycles": int(out["total_cycles"]), "wall_s": time.perf_counter() - t0, "build_s": res.build_s,
             "test_s": res.test_s, "sim_wall_s": float(out["wall_s"]), "cached_build": res.cached_build}
     info["cycles_per_s"] = info["sim_cycles"] / max(1e-9, info["sim_wall_s"])
+    for key in ("backdoor_s", "engine_s", "registers_s"):  # the HDL bench says where its time went
+        if key in out:
+            info[key] = float(out[key])
+    if backdoor:
+        info["backdoor"] = sum(backdoor)
     return results, info

@@ -1,0 +1,131 @@
+"""Simulation speed of the GEMM engine: the HDL memory system against the per-cycle Python model,
+side by side in one run on one machine.
+
+For each simulator and memory model, one simulator process runs the GEMMs of ``--shapes`` on the 8x8
+bf16 engine (two pseudo-channels) with the JEDEC checker on, and records the simulated cycles, the
+wall time of the simulation (build excluded), cycles per second and whether every result was
+bit-exact. The build time of each model is recorded too (``--cold`` removes the cached build first,
+so it is a cold build).
+
+    python -m bench.sim_speed                       # Verilator and Icarus, both memory models
+    python -m bench.sim_speed --sims verilator --shapes 256x256x256 --cold
+
+Writes ``bench/results/sim_speed.json`` (``-o`` elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hw.engine import EngineConfig
+from sim.gemm import GemmJob, engine_verilog, run_gemms, sim_top_verilog, stored_rows_for
+from sim.runner import build_root
+from verif.golden import matmul, to_format
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _jobs(shapes, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for m, k, n in shapes:
+        a = to_format(rng.standard_normal((m, k)).astype(np.float32), "bf16")
+        b = to_format(rng.standard_normal((k, n)).astype(np.float32), "bf16")
+        out.append(GemmJob(a, b, None, "fp32"))
+    return out
+
+
+def _cold(sim: str, memory: str, cfg, specs) -> None:
+    """Remove the cached simulator build of this model (so the next run measures a cold build)."""
+    top = "gemm" if memory == "python" else "gemm_sim"
+    for d in (build_root() / "cache" / "sim").glob(f"{sim}-{top}-*"):
+        shutil.rmtree(d)
+    (engine_verilog(cfg) if memory == "python" else sim_top_verilog(cfg, stored_rows_for(specs, cfg)))
+
+
+def measure(sim: str, memory: str, shapes, seed: int, cold: bool) -> dict:
+    cfg = EngineConfig()
+    jobs = _jobs(shapes, seed)
+    specs = [
+        {"kind": "gemm", "m": m, "k": k, "n": n, "load_c": False, "out_bf16": False, "pad_bytes": 0}
+        for m, k, n in shapes
+    ]
+    if cold:
+        _cold(sim, memory, cfg, specs)
+    t0 = time.perf_counter()
+    results, info = run_gemms(jobs, cfg, sim=sim, memory=memory, progress=False)
+    wall = time.perf_counter() - t0
+    exact = all(
+        np.array_equal(r.bits, matmul(j.a, j.b, None, fmt="bf16", subnormals="ftz").view(np.uint32))
+        for j, r in zip(jobs, results)
+    )
+    return {
+        "sim": sim,
+        "memory": memory,
+        "shapes": ["x".join(map(str, s)) for s in shapes],
+        "engine_cycles": [r.cycles for r in results],
+        "sim_cycles": info["sim_cycles"],
+        "sim_wall_s": round(info["sim_wall_s"], 2),
+        "cycles_per_s": round(info["cycles_per_s"]),
+        "build_s": round(info["build_s"], 1),
+        "cached_build": info["cached_build"],
+        "wall_s": round(wall, 1),
+        "bitexact": exact,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.sim_speed", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sims", default="verilator,icarus", help="comma list (default: verilator,icarus)")
+    ap.add_argument("--memories", default="hdl,python", help="comma list of hdl, python (default: both)")
+    ap.add_argument("--shapes", default="256x256x256", help="comma list of MxKxN (default: 256x256x256)")
+    ap.add_argument(
+        "--python-shapes",
+        default="64x64x64",
+        help="shapes for the per-cycle Python model, which is about 50 times slower (default: 64x64x64)",
+    )
+    ap.add_argument("--cold", action="store_true", help="remove each model's cached build first")
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "sim_speed.json")
+    args = ap.parse_args(argv)
+
+    def shapes(text):
+        return [tuple(int(x) for x in s.split("x")) for s in text.split(",")]
+
+    records = []
+    for sim in args.sims.split(","):
+        for memory in args.memories.split(","):
+            sh = shapes(args.shapes if memory == "hdl" else args.python_shapes)
+            rec = measure(sim, memory, sh, args.seed, args.cold)
+            print(json.dumps(rec), flush=True)
+            records.append(rec)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "bench/sim_speed.py",
+                "git_commit": commit,
+                "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
+                "records": records,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""The GEMM engine and its HBM controller with the HDL device model and JEDEC checker on every
+pseudo-channel: the whole memory system inside the simulator, for transaction-level testbenches
+(:mod:`verif.tb.gemm_fast_tb`)."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.engine import EngineConfig
+from hw.engine.csr import axi4lite_signature
+from hw.top import GEMMTop
+
+from .hbm_device import STORE_VERILOG, HBMDeviceHDL
+
+__all__ = ["GEMMSimTop", "gemm_sim_verilog"]
+
+
+class GEMMSimTop(wiring.Component):
+    """:class:`hw.top.GEMMTop` with an :class:`~verif.hdl.hbm_device.HBMDeviceHDL` (submodules
+    ``dev0``, ``dev1``, ...) on each pseudo-channel.
+
+    Ports:
+        csr: AXI4-Lite slave (the engine's registers); irq: Out(1).
+        finish: In(1), strobe at the end of a run (every checker's refresh-rate check).
+        violation: Out(1), some pseudo-channel's checker latched a JEDEC violation (details on
+            ``dev<k>.checker.v_*``); row_error: Out(1), an ACT to a row the model does not store.
+        idle: Out(1), every pseudo-channel idle (the controllers' queues have drained).
+
+    Args:
+        config: the engine's :class:`~hw.engine.EngineConfig`.
+        stored_rows, fill: of each device model.
+        pe_blackbox, row_name: passed to the MXU (Verilog generation, :func:`gemm_sim_verilog`).
+        device_hbm: the devices' :class:`~hw.hbm.config.HBMConfig` when it is not the controller's
+            (same geometry, CL and CWL; other timing rules): a test that the checker catches a
+            controller built with a rule too short.
+    """
+
+    def __init__(self, config: EngineConfig, *, stored_rows: int = 256, fill: int = 0, pe_blackbox: bool = False,
+                 row_name: str = "mxu_row", device_hbm=None):
+        self.config, self.pe_blackbox, self.row_name = config, pe_blackbox, row_name
+        dev = config.hbm if device_hbm is None else device_hbm
+        if (dev.field_bits, dev.burst_bytes, dev.timing.CL, dev.timing.CWL) != (
+                config.hbm.field_bits, config.hbm.burst_bytes, config.hbm.timing.CL, config.hbm.timing.CWL):
+            raise ValueError("device_hbm must have the controller's geometry, burst size, CL and CWL")
+        self.devices = [HBMDeviceHDL(dev, k, stored_rows=stored_rows, fill=fill)
+                        for k in range(config.hbm.pseudo_channels)]
+        super().__init__({"csr": Out(axi4lite_signature()), "irq": Out(1), "finish": In(1), "violation": Out(1),
+                          "row_error": Out(1), "idle": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.top = top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
+        wiring.connect(m, wiring.flipped(self.csr), top.csr)
+        m.d.comb += self.irq.eq(top.irq)
+        for k, dev in enumerate(self.devices):
+            m.submodules[f"dev{k}"] = dev
+            wiring.connect(m, getattr(top, f"pc{k}"), dev.dram)
+            m.d.comb += dev.finish.eq(self.finish)
+        m.d.comb += [self.violation.eq(Cat(*(d.checker.violation for d in self.devices)).any()),
+                     self.row_error.eq(Cat(*(d.row_error for d in self.devices)).any()),
+                     self.idle.eq(Cat(*(d.idle for d in self.devices)).all())]
+        return m
+
+
+def gemm_sim_verilog(config: EngineConfig, *, stored_rows: int = 256, fill: int = 0, device_hbm=None) -> str:
+    """Verilog of :class:`GEMMSimTop` (module ``gemm_sim``) with the storage module appended."""
+    from hw.generate import verilog_with_mxu
+
+    def make(row_name):
+        return GEMMSimTop(config, stored_rows=stored_rows, fill=fill, pe_blackbox=True, row_name=row_name,
+                          device_hbm=device_hbm)
+
+    return verilog_with_mxu(make, config.mxu, "gemm_sim") + "\n" + STORE_VERILOG
