@@ -7,8 +7,8 @@ wall time of the simulation (build excluded), cycles per second and whether ever
 bit-exact. The build time of each model is recorded too (``--cold`` removes the cached build first,
 so it is a cold build).
 
-    python -m bench.sim_speed                       # Verilator and Icarus, both memory models
-    python -m bench.sim_speed --sims verilator --shapes 256x256x256 --cold
+    python -m bench.sim_speed --sims verilator      # both memory models on a 256^3 GEMM
+    python -m bench.sim_speed --sims icarus --shapes 64x64x64 --append
 
 Writes ``bench/results/sim_speed.json`` (``-o`` elsewhere).
 """
@@ -88,14 +88,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sims", default="verilator,icarus", help="comma list (default: verilator,icarus)")
     ap.add_argument("--memories", default="hdl,python", help="comma list of hdl, python (default: both)")
     ap.add_argument("--shapes", default="256x256x256", help="comma list of MxKxN (default: 256x256x256)")
-    ap.add_argument(
-        "--python-shapes",
-        default="64x64x64",
-        help="shapes for the per-cycle Python model, which is about 50 times slower (default: 64x64x64)",
-    )
+    ap.add_argument("--python-shapes", default=None, help="shapes for the per-cycle Python model (default: --shapes)")
     ap.add_argument("--cold", action="store_true", help="remove each model's cached build first")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "sim_speed.json")
+    ap.add_argument("--append", action="store_true", help="add the records to the file instead of replacing it")
     args = ap.parse_args(argv)
 
     def shapes(text):
@@ -104,13 +101,15 @@ def main(argv=None) -> int:
     records = []
     for sim in args.sims.split(","):
         for memory in args.memories.split(","):
-            sh = shapes(args.shapes if memory == "hdl" else args.python_shapes)
+            sh = shapes(args.python_shapes if memory == "python" and args.python_shapes else args.shapes)
             rec = measure(sim, memory, sh, args.seed, args.cold)
             print(json.dumps(rec), flush=True)
             records.append(rec)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
+    if args.append and args.out.is_file():
+        records = json.loads(args.out.read_text())["records"] + records
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(

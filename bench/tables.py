@@ -437,6 +437,37 @@ def board(reports: list) -> Table:
     )
 
 
+# ---- simulation speed (bench/sim_speed.py) ----
+
+
+def sim_speed(d) -> Table:
+    """Simulated cycles per second of the 8x8 engine: HDL memory system against the per-cycle Python model."""
+    rows = [
+        [
+            r["sim"],
+            r["memory"],
+            ", ".join(r["shapes"]),
+            ", ".join(_n(c) for c in r["engine_cycles"]),
+            _n(r["sim_cycles"]),
+            _n(r["sim_wall_s"]),
+            _n(r["cycles_per_s"]),
+            _n(r["bitexact"]),
+        ]
+        for r in d["records"]
+    ]
+    header = [
+        "simulator",
+        "memory model",
+        "GEMMs",
+        "engine cycles",
+        "simulated cycles",
+        "simulation (s)",
+        "cycles/s",
+        "bit-exact",
+    ]
+    return Table(header, rows)
+
+
 #: kind -> (builder, whether it takes a glob of report files instead of one JSON file)
 TABLES: dict[str, tuple[Callable, bool]] = {
     "gemm": (gemm, False),
@@ -453,6 +484,7 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "synth_largest": (synth_largest, False),
     "synth_reports": (synth_reports, True),
     "board": (board, True),
+    "sim_speed": (sim_speed, False),
 }
 
 
