@@ -290,6 +290,11 @@ def _fmax(r) -> str:
     return f"{_n(r['achieved_mhz'])} / {_n(r['requested_mhz'])}" + ("" if r.get("met") else " (missed)")
 
 
+def _area(cells, report) -> list[str]:
+    """LUT4, carry, FF, DSP (Yosys cells of the block) and the LUT4 sites nextpnr placed."""
+    return [_n(cells[k]) for k in ("lut4", "carry", "ff", "dsp")] + [_n(report["utilization"]["lut4"]["used"])]
+
+
 def synth_stages(d) -> Table:
     """MAC and PE per pipeline depth, out of context, one row per block and target."""
     rows = []
@@ -297,19 +302,7 @@ def synth_stages(d) -> Table:
         if r.get("status") != "ok":
             continue
         p, c = r["params"], r["block_cells"]
-        rows.append(
-            [
-                r["target"],
-                f"{p['fmt']} {p['block'].upper()}",
-                str(p["stages"]),
-                _n(c["lut4"]),
-                _n(c["carry"]),
-                _n(c["ff"]),
-                _n(c["dsp"]),
-                _n(r["utilization"]["lut4"]["used"]),
-                _fmax(r),
-            ]
-        )
+        rows.append([r["target"], f"{p['fmt']} {p['block'].upper()}", str(p["stages"]), *_area(c, r), _fmax(r)])
     return Table(
         [
             "target",
@@ -373,11 +366,7 @@ def synth_reports(reports: list) -> Table:
                 f"{p['fmt']} {p['rows']}x{p['cols']}{bp}",
                 str(p["stages"]),
                 str(r["seed"]),
-                _n(c["lut4"]),
-                _n(c["carry"]),
-                _n(c["ff"]),
-                _n(c["dsp"]),
-                _n(r["utilization"]["lut4"]["used"]),
+                *_area(c, r),
                 _fmax(f),
             ]
         )
