@@ -14,7 +14,11 @@ from hw.top import GEMMTop
 
 from .hbm_device import STORE_VERILOG, HBMDeviceHDL
 
-__all__ = ["GEMMSimTop", "gemm_sim_verilog"]
+__all__ = ["GEMMSimTop", "gemm_sim_verilog", "VIOLATION_FIELDS"]
+
+#: The checker outputs each pseudo-channel brings to the top (``pc<k>_v_<field>``): a testbench reads
+#: them there, so the simulator need not make the design's inner signals visible.
+VIOLATION_FIELDS = ("rule", "cycle", "cmd", "prev", "bg", "bank", "row", "col", "distance")
 
 
 class GEMMSimTop(wiring.Component):
@@ -27,6 +31,8 @@ class GEMMSimTop(wiring.Component):
         violation: Out(1), some pseudo-channel's checker latched a JEDEC violation (details on
             ``dev<k>.checker.v_*``); row_error: Out(1), an ACT to a row the model does not store.
         idle: Out(1), every pseudo-channel idle (the controllers' queues have drained).
+        pc<k>_violation, pc<k>_v_<field>: Out, pseudo-channel k's checker's latched violation
+            (:data:`VIOLATION_FIELDS`).
 
     Args:
         config: the engine's :class:`~hw.engine.EngineConfig`.
@@ -46,8 +52,13 @@ class GEMMSimTop(wiring.Component):
             raise ValueError("device_hbm must have the controller's geometry, burst size, CL and CWL")
         self.devices = [HBMDeviceHDL(dev, k, stored_rows=stored_rows, fill=fill)
                         for k in range(config.hbm.pseudo_channels)]
-        super().__init__({"csr": Out(axi4lite_signature()), "irq": Out(1), "finish": In(1), "violation": Out(1),
-                          "row_error": Out(1), "idle": Out(1)})
+        members = {"csr": Out(axi4lite_signature()), "irq": Out(1), "finish": In(1), "violation": Out(1),
+                   "row_error": Out(1), "idle": Out(1)}
+        for k, d in enumerate(self.devices):  # each checker's latched violation, as top-level ports
+            for f in VIOLATION_FIELDS:
+                members[f"pc{k}_v_{f}"] = Out(getattr(d.checker, f"v_{f}").shape())
+            members[f"pc{k}_violation"] = Out(1)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -58,6 +69,9 @@ class GEMMSimTop(wiring.Component):
             m.submodules[f"dev{k}"] = dev
             wiring.connect(m, getattr(top, f"pc{k}"), dev.dram)
             m.d.comb += dev.finish.eq(self.finish)
+            m.d.comb += getattr(self, f"pc{k}_violation").eq(dev.checker.violation)
+            for f in VIOLATION_FIELDS:
+                m.d.comb += getattr(self, f"pc{k}_v_{f}").eq(getattr(dev.checker, f"v_{f}"))
         m.d.comb += [self.violation.eq(Cat(*(d.checker.violation for d in self.devices)).any()),
                      self.row_error.eq(Cat(*(d.row_error for d in self.devices)).any()),
                      self.idle.eq(Cat(*(d.idle for d in self.devices)).all())]

@@ -40,7 +40,7 @@ module hbm_store #(parameter DEPTH = 1, parameter AW = 1, parameter WIDTH = 256,
     input wire [AW-1:0] waddr,
     input wire [WIDTH-1:0] wdata
 );
-  reg [WIDTH-1:0] mem [0:DEPTH-1];
+  reg [WIDTH-1:0] mem [0:DEPTH-1] /*verilator public_flat_rw*/;  // the testbench's backdoor
   integer i, b;
   initial begin
     for (i = 0; i < DEPTH; i = i + 1) mem[i] = {(WIDTH/8){FILL}};

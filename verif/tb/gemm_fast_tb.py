@@ -59,9 +59,8 @@ class Backdoor:
 def violation_message(dut, config) -> str:
     out = []
     for k in range(config.pseudo_channels):
-        chk = getattr(dut, f"dev{k}").checker
-        if int(chk.violation.value):
-            raw = {f: getattr(chk, f"v_{f}").value for f in FIELDS}
+        if int(getattr(dut, f"pc{k}_violation").value):
+            raw = {f: getattr(dut, f"pc{k}_v_{f}").value for f in FIELDS}
             fields = {f: int(v) if v.is_resolvable else 0 for f, v in raw.items()}
             out.append(describe(fields, k, config) + ("" if all(v.is_resolvable for v in raw.values())
                                                       else f" (unresolved outputs: {raw})"))
