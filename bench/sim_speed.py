@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from hw.engine import EngineConfig
-from sim.gemm import GemmJob, engine_verilog, run_gemms, sim_top_verilog, stored_rows_for
+from sim.gemm import GemmJob, run_gemms
 from sim.runner import build_root
 from verif.golden import matmul, to_format
 
@@ -44,23 +44,18 @@ def _jobs(shapes, seed):
     return out
 
 
-def _cold(sim: str, memory: str, cfg, specs) -> None:
+def _cold(sim: str, memory: str) -> None:
     """Remove the cached simulator build of this model (so the next run measures a cold build)."""
     top = "gemm" if memory == "python" else "gemm_sim"
     for d in (build_root() / "cache" / "sim").glob(f"{sim}-{top}-*"):
         shutil.rmtree(d)
-    (engine_verilog(cfg) if memory == "python" else sim_top_verilog(cfg, stored_rows_for(specs, cfg)))
 
 
 def measure(sim: str, memory: str, shapes, seed: int, cold: bool) -> dict:
     cfg = EngineConfig()
     jobs = _jobs(shapes, seed)
-    specs = [
-        {"kind": "gemm", "m": m, "k": k, "n": n, "load_c": False, "out_bf16": False, "pad_bytes": 0}
-        for m, k, n in shapes
-    ]
     if cold:
-        _cold(sim, memory, cfg, specs)
+        _cold(sim, memory)
     t0 = time.perf_counter()
     results, info = run_gemms(jobs, cfg, sim=sim, memory=memory, progress=False)
     wall = time.perf_counter() - t0

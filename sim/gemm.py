@@ -167,6 +167,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         raise TypeError(f"config must be an EngineConfig; got {type(cfg).__name__}")
     if memory not in ("hdl", "python"):
         raise ValueError(f"memory must be one of hdl, python; got {memory!r}")
+    if device_hbm is not None and memory != "hdl":
+        raise ValueError("device_hbm needs memory='hdl' (the Python device model checks the controller's own rules)")
     if trace and memory != "python":
         raise ValueError("trace needs memory='python' (it samples the DRAM pins from Python every cycle)")
     fmt = cfg.mxu.fmt
