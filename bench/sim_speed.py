@@ -7,8 +7,10 @@ wall time of the simulation (build excluded), cycles per second and whether ever
 bit-exact. The build time of each model is recorded too (``--cold`` removes the cached build first,
 so it is a cold build).
 
-    python -m bench.sim_speed --sims verilator      # both memory models on a 256^3 GEMM
-    python -m bench.sim_speed --sims icarus --shapes 64x64x64 --append
+    python -m bench.sim_speed --sims verilator --cold --demo   # both memory models on a 256^3 GEMM
+    python -m bench.sim_speed --sims icarus --shapes 32x32x32 --append
+
+``--demo`` also times ``mxu demo --memory M`` warm (its second run; the first fills the caches).
 
 Writes ``bench/results/sim_speed.json`` (``-o`` elsewhere).
 """
@@ -64,6 +66,7 @@ def measure(sim: str, memory: str, shapes, seed: int, cold: bool) -> dict:
         for j, r in zip(jobs, results)
     )
     return {
+        "kind": "gemm",
         "sim": sim,
         "memory": memory,
         "shapes": ["x".join(map(str, s)) for s in shapes],
@@ -78,6 +81,33 @@ def measure(sim: str, memory: str, shapes, seed: int, cold: bool) -> dict:
     }
 
 
+def measure_demo(sim: str, memory: str) -> dict:
+    """Wall time of ``mxu demo --memory memory`` warm: the second of two runs (training, both layers'
+    simulations, the golden model and the report)."""
+    import tempfile
+
+    walls = []
+    for _ in range(2):
+        with tempfile.TemporaryDirectory() as out:
+            cmd = [sys.executable, "-m", "sim.cli", "demo", "--sim", sim, "--memory", memory, "-o", out, "--json"]
+            t0 = time.perf_counter()
+            res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            walls.append(time.perf_counter() - t0)
+            if res.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stderr[-2000:]}")
+            summary = json.loads(res.stdout)
+    return {
+        "kind": "demo",
+        "sim": sim,
+        "memory": memory,
+        "wall_s": round(walls[1], 1),
+        "first_wall_s": round(walls[0], 1),
+        "train_s": summary["model"]["train_s"],
+        "sim_cycles": summary["sim_cycles"],
+        "bitexact": summary["bitexact"],
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.sim_speed", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", default="verilator,icarus", help="comma list (default: verilator,icarus)")
@@ -85,6 +115,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default="256x256x256", help="comma list of MxKxN (default: 256x256x256)")
     ap.add_argument("--python-shapes", default=None, help="shapes for the per-cycle Python model (default: --shapes)")
     ap.add_argument("--cold", action="store_true", help="remove each model's cached build first")
+    ap.add_argument("--demo", action="store_true", help="also time `mxu demo` warm with each memory model")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "sim_speed.json")
     ap.add_argument("--append", action="store_true", help="add the records to the file instead of replacing it")
@@ -100,6 +131,10 @@ def main(argv=None) -> int:
             rec = measure(sim, memory, sh, args.seed, args.cold)
             print(json.dumps(rec), flush=True)
             records.append(rec)
+            if args.demo:
+                rec = measure_demo(sim, memory)
+                print(json.dumps(rec), flush=True)
+                records.append(rec)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()

@@ -440,9 +440,11 @@ def sim_speed(d) -> Table:
             _n(r["sim_cycles"]),
             _n(r["sim_wall_s"]),
             _n(r["cycles_per_s"]),
+            "cached" if r["cached_build"] else _n(r["build_s"]),
             _n(r["bitexact"]),
         ]
         for r in d["records"]
+        if r.get("kind", "gemm") == "gemm"
     ]
     header = [
         "simulator",
@@ -452,9 +454,22 @@ def sim_speed(d) -> Table:
         "simulated cycles",
         "simulation (s)",
         "cycles/s",
+        "build (s)",
         "bit-exact",
     ]
     return Table(header, rows)
+
+
+def sim_speed_demo(d) -> Table:
+    """Wall time of ``mxu demo`` (warm: the second of two runs) per simulator and memory model."""
+    rows = [
+        [r["sim"], r["memory"], _n(r["wall_s"]), _n(r["train_s"]), _n(r["sim_cycles"]), _n(r["bitexact"])]
+        for r in d["records"]
+        if r.get("kind") == "demo"
+    ]
+    return Table(
+        ["simulator", "memory model", "mxu demo, warm (s)", "of it training (s)", "simulated cycles", "bit-exact"], rows
+    )
 
 
 #: kind -> (builder, whether it takes a glob of report files instead of one JSON file)
@@ -474,6 +489,7 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "synth_reports": (synth_reports, True),
     "board": (board, True),
     "sim_speed": (sim_speed, False),
+    "sim_speed_demo": (sim_speed_demo, False),
 }
 
 

@@ -46,6 +46,7 @@ class DemoConfig:
     subnormals: str = "ftz"
     stages: int = 2
     sim: str = "verilator"
+    memory: str = "hdl"
     seed: int = 0
     hidden: int = 32
     test_fraction: float = 0.2
@@ -163,13 +164,13 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
                                        stages=cfg.stages)
     # Layer 1 on the RTL, checked against the golden model with the same inputs.
     job1 = _job(x_test, w1, b1, cfg.fmt)
-    (res1,), info1 = run_gemms([job1], params, sim=cfg.sim, progress=progress)
+    (res1,), info1 = run_gemms([job1], params, sim=cfg.sim, progress=progress, memory=cfg.memory)
     gold1 = _golden(job1, cfg)
     rec1 = _layer_record("hidden", job1, res1, info1, gold1.view(np.uint32), cfg, params)
     h_rtl = np.ascontiguousarray(res1.result, dtype=np.float32) if rec1["engine_error"] is None else gold1
     # Layer 2 on the RTL from the RTL's hidden activations.
     job2 = _job(relu(h_rtl), w2, b2, cfg.fmt)
-    (res2,), info2 = run_gemms([job2], params, sim=cfg.sim, progress=progress)
+    (res2,), info2 = run_gemms([job2], params, sim=cfg.sim, progress=progress, memory=cfg.memory)
     gold2 = _golden(job2, cfg)
     rec2 = _layer_record("output", job2, res2, info2, gold2.view(np.uint32), cfg, params)
     rtl_logits = np.ascontiguousarray(res2.result, dtype=np.float32)
@@ -189,7 +190,7 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
         # The flat fields the summary line prints, then the whole engine configuration.
         "config": {"rows": params.mxu.rows, "cols": params.mxu.cols, "fmt": params.mxu.fmt,
                    "subnormals": params.mxu.subnormals, "stages": params.mxu.stages,
-                   "pseudo_channels": params.hbm.pseudo_channels, "sim": cfg.sim,
+                   "pseudo_channels": params.hbm.pseudo_channels, "sim": cfg.sim, "memory": cfg.memory,
                    "simulator_version": sim_version.split(";")[0], "engine": params.as_dict()},
         "model": {"layers": [64, cfg.hidden, 10], "activation": "relu", "trained_in": "float32",
                   "trainer": "sklearn.neural_network.MLPClassifier (adam)", "seed": cfg.seed,

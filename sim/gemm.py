@@ -116,7 +116,7 @@ def stored_rows_for(specs: list[dict], cfg) -> int:
 def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
               waves: str | None = None, progress: bool | None = None, raw_jobs: list[dict] | None = None,
               pad_bytes: int = 0, timeout_cycles: int | None = None,
-              trace: str | None = None, memory: str = "python", device_hbm=None) -> tuple[list[GemmResult], dict]:
+              trace: str | None = None, memory: str | None = None, device_hbm=None) -> tuple[list[GemmResult], dict]:
     """Run ``jobs`` one after another in one simulator process.
 
     Args:
@@ -136,15 +136,18 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             array-only cycle model + 20,000).
         trace: write a per-cycle trace there (npz: ``cmds`` (cycle, pseudo-channel, row command,
             column command: ``hw.hbm.controller.RowCmd`` / ``ColCmd`` values, 0 = none) of every DRAM
-            command, ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready,
+            command, ``addrs`` (row bg, bank, row; column bg, bank, row, column) of each,
+            ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready,
             B rvalid, A arvalid,
             A rvalid, accumulator bank 0 and 1 states, C0 rvalid, result W beat) for every cycle;
             Verilator only: it reads engine internals; with ``memory="python"`` only).
-        memory: "python" (default): the Python device model and checker called every clock cycle
-            (:mod:`verif.tb.gemm_tb`), the reference; "hdl": the HBM device model and JEDEC checker in
-            the netlist (:mod:`verif.hdl`), Python only at the transaction level, and on Verilator a
-            build without cocotb's ``--public-flat-rw`` (several times faster to build and to run).
-            Both give the same bits and cycles.
+        memory: "hdl" (default; "python" when ``trace`` is given): the HBM device model and JEDEC
+            checker in the netlist (:mod:`verif.hdl`, bench :mod:`verif.tb.gemm_fast_tb`), Python only
+            at the transaction level, and on Verilator a build without cocotb's ``--public-flat-rw``;
+            "python": the reference, the Python device model and checker called every clock cycle
+            (:mod:`verif.tb.gemm_tb`). Both give the same bits, CYCLES and performance counters for
+            every job of a run (``tests/test_gemm_fast.py``); the HDL one is several times faster to
+            build and to run.
         device_hbm: with ``memory="hdl"``, the device models' HBMConfig when it differs from the
             controller's (other timing rules: a test that the JEDEC checker fails the run).
 
@@ -165,6 +168,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     cfg = EngineConfig() if config is None else config
     if not isinstance(cfg, EngineConfig):
         raise TypeError(f"config must be an EngineConfig; got {type(cfg).__name__}")
+    if memory is None:
+        memory = "python" if trace else "hdl"
     if memory not in ("hdl", "python"):
         raise ValueError(f"memory must be one of hdl, python; got {memory!r}")
     if device_hbm is not None and memory != "hdl":

@@ -17,10 +17,28 @@ import numpy as np
 from hw.engine.csr import REG
 
 __all__ = ["FILL", "Layout", "layout", "check_gemm", "engine_error", "poke_matrix", "peek_matrix", "check_untouched",
-           "register_writes"]
+           "register_writes", "drain_cycles", "POLL_CYCLES"]
 
 FILL = 0x5A
 BEAT = 32
+
+
+#: Between jobs a testbench checks every this many clock cycles whether the memory system drained.
+POLL_CYCLES = 16
+
+
+def drain_cycles(timing) -> int:
+    """Clock cycles without a column command after which the controllers' queues have drained.
+
+    DONE means every result write was accepted (posted), not that it reached the device; before a
+    testbench reads D through the backdoor it waits until no column command has been issued for longer
+    than the longest gap a refresh can cause inside a stream of queued requests: tRP + tRFC + tRCD +
+    tRAS + CWL + 64 cycles of ``timing`` (an :class:`hw.hbm.config.HBMTiming`). Both GEMM testbenches
+    wait by this rule, polled every :data:`POLL_CYCLES` cycles, so a later job of a run starts at the
+    same cycle (and sees the same refresh phase) on either memory model.
+    """
+    t = timing
+    return t.tRP + t.tRFC + t.tRCD + t.tRAS + t.CWL + 64
 
 
 def _round_up(x: int, a: int) -> int:

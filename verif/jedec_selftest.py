@@ -18,7 +18,7 @@ from hw.hbm.config import HBMConfig, HBMTiming
 
 from .jedec_checker import RULES, JedecChecker, TimingViolation
 
-__all__ = ["SCENARIOS", "EXTRA", "RULE_BY_NAME", "boundary_traces", "python_verdict"]
+__all__ = ["SCENARIOS", "EXTRA", "RULE_BY_NAME", "boundary_traces", "python_verdict", "recorded_trace", "mutants"]
 
 B0 = (0, 0)  # bank group 0, bank 0
 B1 = (0, 1)  # same bank group, other bank
@@ -215,3 +215,42 @@ def python_verdict(config: HBMConfig, trace) -> tuple[str, int] | None:
         except TimingViolation as e:
             return e.rule, cycle
     return None
+
+
+def recorded_trace(cmds, addrs, pc: int) -> list:
+    """Pseudo-channel ``pc``'s commands of a recorded GEMM run (``run_gemms(trace=...)``: the
+    ``cmds`` and ``addrs`` arrays) as a checker trace ``[(cycle, cmd, (bg, bank), row, col)]``,
+    the row command of a cycle before its column command (the order the device model saw them)."""
+    from hw.hbm.controller import ColCmd, RowCmd
+
+    out = []
+    for (cycle, k, row, col), (rbg, rbank, rrow, cbg, cbank, crow, ccol) in zip(cmds.tolist(), addrs.tolist()):
+        if k != pc:
+            continue
+        if row:
+            out.append((cycle, RowCmd(row).name, (rbg, rbank), rrow, 0))
+        if col:
+            out.append((cycle, ColCmd(col).name, (cbg, cbank), crow, ccol))
+    return out
+
+
+def mutants(trace: list, rng, count: int) -> list[tuple[str, list]]:
+    """``count`` variants of a legal ``trace``, each with one change a buggy controller could make:
+    a command issued 1 to 3 cycles early (where its slot is free), or a PRE / REF left out. Returns
+    ``[(description, trace)]``; the two checker back ends must agree on each."""
+    out = []
+    slot = {(c, cmd in ("RD", "WR")) for c, cmd, *_ in trace}
+    while len(out) < count:
+        i = int(rng.integers(len(trace)))
+        cycle, cmd, bank, row, col = trace[i]
+        if rng.random() < 0.7:
+            early = int(rng.integers(1, 4))
+            at = cycle - early
+            if at < 0 or (at, cmd in ("RD", "WR")) in slot:
+                continue
+            t = [*trace[:i], *trace[i + 1:], (at, cmd, bank, row, col)]
+            t.sort(key=lambda e: (e[0], e[1] in ("RD", "WR")))
+            out.append((f"{cmd} of cycle {cycle} issued {early} early", t))
+        elif cmd in ("PRE", "REF"):
+            out.append((f"{cmd} of cycle {cycle} left out", [*trace[:i], *trace[i + 1:]]))
+    return out

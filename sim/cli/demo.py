@@ -62,6 +62,9 @@ generated MAC against the golden model (options --fmt incl. int8, --subnormals, 
     d.add_argument("--vectors", type=vectors_arg, default=None,
                    help="--mac only: random MACs to run (default: 5000, split over the distributions)")
     d.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
+    d.add_argument("--memory", choices=("hdl", "python"), default="hdl",
+                   help="the MLP's HBM device model and JEDEC checker: hdl (default), in the netlist; python, "
+                        "the reference model called every clock cycle (same bits and cycles, slower)")
     d.add_argument("--seed", type=seed_arg, default=None,
                    help="random seed, 0..2**31-1: the MLP's split and training (default 0, the published "
                         "numbers) or, with --mac, the vectors (default: random, printed)")
@@ -105,7 +108,7 @@ def _run_mlp(args) -> int:
     check_size(args.rows or 8, args.cols or 8, args, simulated=True)
     cfg = demo_mlp.DemoConfig(rows=args.rows or 8, cols=args.cols or 8, fmt=args.fmt or "bf16",
                               subnormals=args.subnormals or "ftz", stages=stages, sim=args.sim,
-                              seed=0 if args.seed is None else args.seed)
+                              memory=args.memory, seed=0 if args.seed is None else args.seed)
     work = Path(tempfile.mkdtemp(prefix="mxu-demo-"))
     try:
         try:

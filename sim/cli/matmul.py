@@ -52,7 +52,7 @@ Output C.npy: float32 for --out-fmt fp32 (NaN is the canonical 0x7FC00000), int3
 for --out-fmt bf16 the bf16 results widened exactly to float32 (C.view(np.uint32) >> 16 gives the
 bf16 bit patterns). The file is written atomically (all or nothing).
 
-JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt (int32 for int8), sim,
+JSON fields: m, k, n, rows, cols, stages, fmt, subnormals, out_fmt (int32 for int8), sim, memory,
 pseudo_channels, cycles (engine cycles, start to done), predicted_cycles (the array alone with
 always-ready streams, verif.cycles.gemm_cycles), engine_model_cycles (the array alone on the
 engine's own blocking of M into m-blocks, verif.cycles.engine_array_cycles), ideal_cycles
@@ -91,6 +91,10 @@ simulator fails; 2 for bad input (one line on stderr, nothing written).""")
     m.add_argument("--sim", choices=SIMULATORS, default="verilator", help="simulator (default: verilator)")
     m.add_argument("--waves", type=waves_path_arg, default=None, metavar="OUT.fst",
                    help="record a waveform there (.fst or .vcd)")
+    m.add_argument("--memory", choices=("hdl", "python"), default="hdl",
+                   help="HBM device model and JEDEC checker: hdl (default), in the netlist, Python only at "
+                        "the transaction level; python, the reference model called every clock cycle "
+                        "(same bits and cycles, several times slower)")
     m.add_argument("--pseudo-channels", type=int, choices=PSEUDO_CHANNELS, default=None, metavar="P",
                    help="HBM pseudo-channels of the engine's memory system: 1, 2 or 4 (default 2)")
     add_size_limit_option(m, "build and simulate an engine larger than 16x16")
@@ -141,7 +145,7 @@ def run(args) -> int:
     job = GemmJob(a, b, c, args.out_fmt)
     try:
         results, info = run_gemms([job], engine, sim=args.sim, waves=str(args.waves) if args.waves else None,
-                                  progress=progress_enabled())
+                                  progress=progress_enabled(), memory=args.memory)
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0] if str(e) else "rejected by the GEMM engine") from None
     result = results[0]
@@ -149,7 +153,7 @@ def run(args) -> int:
     ideal = ideal_cycles(m, k, n, rows, cols)
     report = {
         "m": m, "k": k, "n": n, "rows": rows, "cols": cols, "stages": stages, "fmt": fmt,
-        "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim,
+        "subnormals": subnormals, "out_fmt": args.out_fmt, "sim": args.sim, "memory": args.memory,
         "pseudo_channels": engine.hbm.pseudo_channels,
         "cycles": int(result.cycles), "predicted_cycles": gemm_cycles(m, k, n, rows, cols, stages),
         "engine_model_cycles": engine_array_cycles(m, k, n, engine),

@@ -16,7 +16,7 @@ clock cycles (the backdoor). Rows at or above ``stored_rows`` are not stored: an
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,7 +26,7 @@ from hw.hbm.controller import ColCmd, RowCmd, dram_signature
 
 from .jedec_checker import JedecCheckerHDL
 
-__all__ = ["HBMDeviceHDL", "STORE_VERILOG", "QUIET_CYCLES"]
+__all__ = ["HBMDeviceHDL", "STORE_VERILOG"]
 
 #: The storage module (byte write enables, registered read port, filled at time 0).
 STORE_VERILOG = """\
@@ -53,11 +53,6 @@ module hbm_store #(parameter DEPTH = 1, parameter AW = 1, parameter WIDTH = 256,
 endmodule
 """
 
-#: ``idle`` rises after this many cycles without a column command:
-#: longer than any gap a refresh causes inside a stream of queued requests (tRP + tRFC + tRCD of the
-#: slowest preset, with margin), so the controller's queue has drained when it is high.
-QUIET_CYCLES = 512
-
 
 class HBMDeviceHDL(wiring.Component):
     """Device side of one pseudo-channel: storage, read and write data timing, JEDEC checker.
@@ -66,7 +61,6 @@ class HBMDeviceHDL(wiring.Component):
         dram: ``In(dram_signature(config))`` (commands and write data in, read data out).
         finish: In(1), strobe at the end of a run (the checker's refresh-rate check).
         row_error: Out(1), sticky: an ACT addressed a row at or above ``stored_rows``.
-        idle: Out(1), no column command for :data:`QUIET_CYCLES` cycles (so no write data pending).
 
     Args:
         config: the :class:`~hw.hbm.config.HBMConfig` (geometry, CL, CWL, timing rules).
@@ -88,7 +82,7 @@ class HBMDeviceHDL(wiring.Component):
             raise ValueError(f"timing.CL must be >= 2 (the store's read port is registered); got {config.timing.CL}")
         self.config, self.pc, self.stored_rows, self.fill = config, pc, stored_rows, fill
         self.checker = JedecCheckerHDL(config, pc)
-        super().__init__({"dram": In(dram_signature(config)), "finish": In(1), "row_error": Out(1), "idle": Out(1)})
+        super().__init__({"dram": In(dram_signature(config)), "finish": In(1), "row_error": Out(1)})
 
     @property
     def depth(self) -> int:
@@ -144,9 +138,5 @@ class HBMDeviceHDL(wiring.Component):
             i_clk=ClockSignal(), i_ren=rv, i_raddr=raddr, o_rdata=rdata, i_wen=wen, i_waddr=waddr, i_wdata=d.wdata)
         m.d.comb += [d.rdata.eq(rdata), d.rdata_valid.eq(rvalid)]
 
-        # idle: no column command for QUIET_CYCLES cycles (nothing left in the controller's queue)
-        quiet = Signal(range(QUIET_CYCLES + 1))
-        m.d.sync += quiet.eq(Mux(d.col_cmd != ColCmd.NOP, 0, Mux(quiet < QUIET_CYCLES, quiet + 1, quiet)))
-        m.d.comb += self.idle.eq(quiet == QUIET_CYCLES)  # > CWL: no write data pending either
         return m
 

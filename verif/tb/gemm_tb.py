@@ -28,11 +28,22 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from hw.engine import ENGINE_ID, PERF_COUNTERS, REG, EngineConfig
-from verif.gemm_host import FILL, check_untouched, layout, peek_matrix, poke_matrix, register_writes
+from verif.gemm_host import (
+    FILL,
+    POLL_CYCLES,
+    check_untouched,
+    drain_cycles,
+    layout,
+    peek_matrix,
+    poke_matrix,
+    register_writes,
+)
 from verif.hbm_device import HBMDevice
 from verif.hbm_harness import _COL, _ROW
 
 CFG = json.loads(os.environ.get("GEMM_TB_CONFIG", "{}"))
+#: the address pins recorded with each DRAM command of a trace (0 where that command slot is empty)
+ADDR_FIELDS = ("row_bg", "row_bank", "row_row", "col_bg", "col_bank", "col_row", "col_column")
 
 
 class Device:
@@ -51,6 +62,7 @@ class Device:
         # CFG["trace"]: record every DRAM command and, each cycle, the engine's feeder state
         self.trace = CFG.get("trace")
         self.cmds = []
+        self.addrs = []
         self.samples = []
 
     async def run(self):
@@ -67,6 +79,8 @@ class Device:
                 row, col, wv = int(row), int(col), int(wv)
                 if self.trace and (row or col):
                     self.cmds.append((c, k, row, col))
+                    self.addrs.append(tuple(int(p[f].value) if (f.startswith("row") and row) or (
+                        f.startswith("col") and col) else 0 for f in ADDR_FIELDS))
                 if row:
                     dev.command(c, k, _ROW[row], int(p["row_bg"].value), int(p["row_bank"].value),
                                 int(p["row_row"].value), 0)
@@ -128,11 +142,7 @@ async def gemm_jobs(dut):
     assert await rd("MAX_K") == cfg.max_k
     results = {}
     t_wall = time.perf_counter()
-    t = cfg.hbm.timing
-    # DONE means every result write has been accepted by the memory system (posted: later reads see
-    # it); before peeking the device model's backdoor, wait until the controllers have drained:
-    # no column command for longer than the longest gap a refresh can cause.
-    quiet = t.tRP + t.tRFC + t.tRCD + t.tRAS + t.CWL + 64
+    quiet = drain_cycles(cfg.hbm.timing)  # DONE means posted: wait until the queues drained
     start = 0x1000
     for j, job in enumerate(CFG["jobs"]):
         lay = None
@@ -170,7 +180,7 @@ async def gemm_jobs(dut):
         results[f"cycles{j}"] = np.array(cycles)
         results[f"sim_cycles{j}"] = np.array(sim_cycles)
         while dev.cycle - dev.last_col_cycle < quiet or not dev.device.idle:
-            await ClockCycles(dut.clk, 16)
+            await ClockCycles(dut.clk, POLL_CYCLES)
         if lay is not None and ((status >> 4) & 0xF) == 0:
             dt = np.uint16 if job.get("out_bf16") else np.uint32
             d = peek_matrix(dev.device, lay.d_base, lay.d_stride, m, n, dt)
@@ -184,4 +194,5 @@ async def gemm_jobs(dut):
     np.savez(CFG["out_npz"], **results)
     if dev.trace:
         np.savez(dev.trace, cmds=np.array(dev.cmds, dtype=np.int64).reshape(-1, 4),
+                 addrs=np.array(dev.addrs, dtype=np.int64).reshape(-1, len(ADDR_FIELDS)),
                  samples=np.array(dev.samples, dtype=np.int64).reshape(-1, 13))
