@@ -9,7 +9,6 @@ cycle counts. It does **not** compare with the golden model; callers do (``verif
 
 from __future__ import annotations
 
-import json
 import tempfile
 import threading
 import time
@@ -164,6 +163,7 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     from hw.engine import PERF_COUNTERS, EngineConfig
     from sim.runner import build_root, run_cocotb
     from verif.cycles import gemm_cycles
+    from verif.tb.base import GemmTbConfig
 
     cfg = EngineConfig() if config is None else config
     if not isinstance(cfg, EngineConfig):
@@ -217,10 +217,10 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         tmp = Path(tmp)
         np.savez(tmp / "jobs.npz", **arrays) if arrays else None
-        conf = {"engine": cfg.as_dict(), "jobs": specs, "out_npz": str(tmp / "out.npz"),
-                "jobs_npz": str(tmp / "jobs.npz") if arrays else None, "timeout_cycles": timeout_cycles,
-                "trace": str(Path(trace).resolve()) if trace else None, "stored_rows": stored_rows,
-                "device_hbm": device_hbm.as_dict() if device_hbm is not None else None}
+        conf = GemmTbConfig(engine=cfg, jobs=specs, out_npz=str(tmp / "out.npz"),
+                            jobs_npz=str(tmp / "jobs.npz") if arrays else None, timeout_cycles=timeout_cycles,
+                            trace=str(Path(trace).resolve()) if trace else None, stored_rows=stored_rows,
+                            device_hbm=device_hbm)
         stop = threading.Event()
 
         def tick():  # elapsed time on the bar while the simulator runs
@@ -236,7 +236,7 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             fast = ["--public-depth", "1"] if memory == "hdl" and sim == "verilator" else []
             res = run_cocotb([verilog], top, tb, simulator=sim, build_args=fast,
                              waves_path=Path(waves).resolve() if waves else None,
-                             env={"GEMM_TB_CONFIG": json.dumps(conf)})
+                             env=conf.env())
         finally:
             stop.set()
             th.join()

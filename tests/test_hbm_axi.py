@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from hw.hbm.axi import HBMController
 from hw.hbm.config import COMPRESSED_REFRESH, RAMULATOR2_HBM2, HBMConfig
 from sim.runner import generate_verilog, run_cocotb
 from tests.test_mxu_cocotb import ran_and_passed
+from verif.tb.base import HbmAxiTbConfig
 
 GEOMETRY = dict(pseudo_channels=2, bank_groups=2, banks_per_group=2, rows=32, columns=8, queue_depth=4, tag_bits=6)
 TIMINGS = {"ramulator2": RAMULATOR2_HBM2, "compressed_refresh": COMPRESSED_REFRESH}
@@ -42,17 +41,8 @@ def run_two_masters(tname, simulator, seed, soak):
     verilog = generate_verilog(
         lambda: HBMController(cfg, axi_ports=2, id_bits=4, rob_depth=16), name="hbm_axi", key=(cfg, 2, 4, 16)
     )
-    conf = {
-        "config": cfg.as_dict(),
-        "axi_ports": 2,
-        "seed": seed,
-        "ops": 200 if soak else 40,
-        "workers": 2,
-        "pause_p": 0.2,
-    }
-    result = run_cocotb(
-        [verilog], "hbm_axi", "verif.tb.hbm_axi_tb", simulator=simulator, env={"HBM_AXI_TB_CONFIG": json.dumps(conf)}
-    )
+    conf = HbmAxiTbConfig(config=cfg, axi_ports=2, seed=seed, ops=200 if soak else 40, workers=2, pause_p=0.2)
+    result = run_cocotb([verilog], "hbm_axi", "verif.tb.hbm_axi_tb", simulator=simulator, env=conf.env())
     print(f"{simulator}: build {result.build_s:.1f} s, test {result.test_s:.1f} s, seed {seed}")
     assert result.failed == 0, result.log_tail()
     assert ran_and_passed(result) == {"two_masters_shared_memory", "slverr_cases"}, result.log_tail()

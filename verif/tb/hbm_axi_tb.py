@@ -1,12 +1,11 @@
 """cocotb testbench of the AXI4 HBM controller top (:class:`hw.hbm.axi.HBMController`).
 
-``HBM_AXI_TB_CONFIG`` (JSON): ``config`` (HBMConfig dict), ``axi_ports``, ``seed``, ``ops`` (operations
-per worker), ``workers`` (per port), ``pause_p`` (probability of a pause cycle on every AXI channel),
-``region_bytes`` (the shared region at address 0, default 4096: small, so that reads often cover
-bytes written before; with the default address mapping it still spans both pseudo-channels, every
-bank and two rows per bank).
+Configuration: :class:`verif.tb.base.HbmAxiTbConfig` (``HBM_AXI_TB_CONFIG``): the shared region
+at address 0 is small by default (4096 bytes), so that reads often cover bytes written before; with
+the default address mapping it still spans both pseudo-channels, every bank and two rows per bank.
 
-The device model (every pseudo-channel, fatal JEDEC checker) sits on the ``pc*`` ports. One
+The device model (every pseudo-channel, fatal JEDEC checker) sits on the ``pc*`` ports
+(:class:`verif.tb.base.DramAdapter`). One
 cocotbext-axi ``AxiMaster`` per port; each runs ``workers`` concurrent workers. Memory is split into
 256-byte blocks owned round-robin by the workers (overlapping rows and banks, interleaved
 ownership); a worker writes only its own blocks (aligned INCR bursts, the last beat often partial so
@@ -20,43 +19,45 @@ arrives that was not asked for; at the end nothing is outstanding.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import random
 from collections import defaultdict, deque
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 from cocotbext.axi import AxiBurstType, AxiBus, AxiMaster, AxiResp
 
-from hw.hbm.config import HBMConfig
 from verif.hbm_device import HBMDevice
-from verif.hbm_harness import Pins, device_cycle
-
-CFG = json.loads(os.environ.get("HBM_AXI_TB_CONFIG", "{}"))
-PIN_NAMES = ("row_cmd", "row_bg", "row_bank", "row_row", "col_cmd", "col_bg", "col_bank", "col_row",
-             "col_column", "wdata", "wmask", "wdata_valid")
+from verif.tb.base import DramAdapter, HbmAxiTbConfig, start_clock
 
 
 class Bench:
     def __init__(self, dut):
         self.dut = dut
-        self.config = HBMConfig.from_dict(CFG["config"])
-        self.ports = int(CFG.get("axi_ports", 1))
-        self.device = HBMDevice(self.config)
-        self.cycle = 0
-        self.stop = False
+        self.cfg = HbmAxiTbConfig.from_env()
+        self.config = self.cfg.config
+        self.ports = self.cfg.axi_ports
+        self.dram = DramAdapter(dut, self.config, HBMDevice(self.config))
+        self.device = self.dram.device
         self.errors: list[str] = []
+
+    @property
+    def cycle(self) -> int:
+        return self.dram.cycle
+
+    @property
+    def stop(self) -> bool:
+        return self.dram.stop
+
+    @stop.setter
+    def stop(self, value: bool) -> None:
+        self.dram.stop = value
 
     async def start(self):
         dut = self.dut
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        await start_clock(dut)
         dut.rst.value = 1
-        for k in range(self.config.pseudo_channels):
-            getattr(dut, f"pc{k}__rdata_valid").value = 0
-            getattr(dut, f"pc{k}__rdata").value = 0
+        self.dram.reset_inputs()
         self.masters = [AxiMaster(AxiBus.from_prefix(dut, f"axi{p}_"), dut.clk, dut.rst) for p in range(self.ports)]
         for m in self.masters:  # one line per burst is too much for long runs
             for log in (m.write_if.log, m.read_if.log):
@@ -64,30 +65,9 @@ class Bench:
         await FallingEdge(dut.clk)
         await FallingEdge(dut.clk)
         dut.rst.value = 0
-        cocotb.start_soon(self._device())
+        cocotb.start_soon(self.dram.run())
         for p in range(self.ports):
             cocotb.start_soon(self._monitor(p))
-
-    async def _device(self):
-        dut, n = self.dut, self.config.pseudo_channels
-        sig = {k: {name: getattr(dut, f"pc{k}__{name}") for name in PIN_NAMES} for k in range(n)}
-        while not self.stop:
-            pins = {}
-            for k in range(n):
-                v = {}
-                for name, h in sig[k].items():
-                    if name in ("wdata", "wmask") and not int(sig[k]["wdata_valid"].value):
-                        v[name] = 0
-                        continue
-                    val = h.value
-                    assert val.is_resolvable, f"cycle {self.cycle}: pc{k}__{name} is {val}"
-                    v[name] = int(val)
-                pins[k] = Pins(**v, req_ready=0, rsp_valid=0, rsp_tag=0, rsp_rdata=0)
-            for k, (valid, data) in device_cycle(self.device, self.cycle, pins).items():
-                getattr(dut, f"pc{k}__rdata_valid").value = valid
-                getattr(dut, f"pc{k}__rdata").value = data
-            self.cycle += 1
-            await FallingEdge(dut.clk)
 
     async def _monitor(self, p):
         dut = self.dut
@@ -147,17 +127,17 @@ async def two_masters_shared_memory(dut):
     b = Bench(dut)
     await b.start()
     cfg = b.config
-    seed = int(CFG.get("seed", 1))
+    seed = b.cfg.seed
     rng = random.Random(seed)
-    pause = float(CFG.get("pause_p", 0.2))
+    pause = b.cfg.pause_p
     for m in b.masters:
         for ch in (m.write_if.aw_channel, m.write_if.w_channel, m.write_if.b_channel,
                    m.read_if.ar_channel, m.read_if.r_channel):
             ch.set_pause_generator(_pauses(random.Random(rng.random()), pause))
-    workers = int(CFG.get("workers", 2))
+    workers = b.cfg.workers
     n_owners = b.ports * workers
     block = 256
-    region = min(cfg.capacity_bytes, int(CFG.get("region_bytes", 4096)))
+    region = min(cfg.capacity_bytes, b.cfg.region_bytes)
     n_blocks = region // block
     bb = cfg.burst_bytes
     mem_history: dict[int, set] = defaultdict(lambda: {0})
@@ -168,7 +148,7 @@ async def two_masters_shared_memory(dut):
         shadow = final  # owners write disjoint bytes, so one map holds every owner's shadow
         own = [k for k in range(n_blocks) if k % n_owners == owner]
         master = b.masters[port]
-        for _ in range(int(CFG.get("ops", 30))):
+        for _ in range(b.cfg.ops):
             if wrng.random() < 0.5:
                 blk = wrng.choice(own)
                 start = blk * block + wrng.randrange(block // bb) * bb
