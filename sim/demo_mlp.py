@@ -80,6 +80,31 @@ def train(x, y, *, hidden: int = 32, seed: int = 0, max_iter: int = 300):
                               "train_accuracy": float(clf.score(x, y))}
 
 
+def trained_model(x, y, cfg: DemoConfig):
+    """:func:`train`, cached: the weights of a run with the same data split, seed, width and iteration
+    budget, scikit-learn and numpy are read from the build cache (``cache/demo``) instead of training
+    again (a fixed seed makes the training deterministic; ``train_info["cached"]`` says which)."""
+    import hashlib
+    import json
+
+    import sklearn
+
+    from sim.runner import build_root
+
+    key = json.dumps([cfg.seed, cfg.test_fraction, cfg.hidden, cfg.max_iter, sklearn.__version__, np.__version__])
+    path = build_root() / "cache" / "demo" / f"mlp-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz"
+    if path.is_file():
+        z = np.load(path)
+        info = json.loads(str(z["info"]))
+        return (z["w1"], z["b1"], z["w2"], z["b2"]), {**info, "cached": True}
+    (w1, b1, w2, b2), info = train(x, y, hidden=cfg.hidden, seed=cfg.seed, max_iter=cfg.max_iter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, w1=w1, b1=b1, w2=w2, b2=b2, info=json.dumps(info))
+    tmp.replace(path)  # atomic: a concurrent run reads the old file or the whole new one
+    return (w1, b1, w2, b2), {**info, "cached": False}
+
+
 def relu(h):
     """ReLU on the host, the same function for the RTL and the golden path (NaN stays NaN)."""
     return np.maximum(h, np.float32(0))
@@ -155,8 +180,7 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
 
     t0 = time.perf_counter()
     x_train, x_test, y_train, y_test = load_data(cfg.seed, cfg.test_fraction)
-    (w1, b1, w2, b2), train_info = train(x_train, y_train, hidden=cfg.hidden, seed=cfg.seed,
-                                         max_iter=cfg.max_iter)
+    (w1, b1, w2, b2), train_info = trained_model(x_train, y_train, cfg)
     train_s = time.perf_counter() - t0
     ref_pred = forward_float32(x_test, w1, b1, w2, b2).argmax(axis=1)
 
@@ -253,7 +277,7 @@ def format_summary(s: dict) -> str:
         f"  model         {model['layers'][0]} -> {model['layers'][1]} (ReLU) -> {model['layers'][2]}, "
         "trained in float32 on "
         f"{s['data']['train_images']} images (seed {model['seed']}, {model['iterations']} iterations, "
-        f"{model['train_s']} s)",
+        f"{model['train_s']} s{', cached' if model.get('cached') else ''})",
         f"  engine        {c['rows']}x{c['cols']} MXU, {fmt} x {fmt} -> fp32 accumulate, "
         f"subnormals={c['subnormals']}, stages={c['stages']}, {c['pseudo_channels']} HBM pseudo-channels",
         f"  simulator     {c['sim']} {c['simulator_version']}".rstrip(),
