@@ -1,14 +1,15 @@
 """Simulation speed of the GEMM engine: the HDL memory system against the per-cycle Python model,
 side by side in one run on one machine.
 
-For each simulator and memory model, one simulator process runs the GEMMs of ``--shapes`` on the 8x8
-bf16 engine (two pseudo-channels) with the JEDEC checker on, and records the simulated cycles, the
-wall time of the simulation (build excluded), cycles per second and whether every result was
-bit-exact. The build time of each model is recorded too (``--cold`` removes the cached build first,
-so it is a cold build).
+For each simulator and memory model, one simulator process runs the GEMMs of ``--shapes`` on the
+bf16 engine (``--array``, default 8x8; two pseudo-channels) with the JEDEC checker on, and records
+the simulated cycles, the wall time of the simulation (build excluded), cycles per second and
+whether every result was bit-exact. The build time of each model is recorded too (``--cold``
+removes the cached build first, so it is a cold build).
 
     python -m bench.sim_speed --sims verilator --cold --demo   # both memory models on a 256^3 GEMM
-    python -m bench.sim_speed --sims icarus --shapes 32x32x32 --append
+    python -m bench.sim_speed --sims icarus --shapes 16x32x16 --append
+    python -m bench.sim_speed --sims verilator --memories hdl --array 16x16 --shapes 64x64x64 --cold --append
 
 ``--demo`` also times ``mxu demo --memory M`` warm (its second run; the first fills the caches).
 
@@ -53,8 +54,8 @@ def _cold(sim: str, memory: str) -> None:
         shutil.rmtree(d)
 
 
-def measure(sim: str, memory: str, shapes, seed: int, cold: bool) -> dict:
-    cfg = EngineConfig()
+def measure(sim: str, memory: str, shapes, seed: int, cold: bool, array: tuple[int, int] = (8, 8)) -> dict:
+    cfg = EngineConfig.from_options(rows=array[0], cols=array[1])
     jobs = _jobs(shapes, seed)
     if cold:
         _cold(sim, memory)
@@ -67,6 +68,7 @@ def measure(sim: str, memory: str, shapes, seed: int, cold: bool) -> dict:
     )
     return {
         "kind": "gemm",
+        "array": f"{array[0]}x{array[1]}",
         "sim": sim,
         "memory": memory,
         "shapes": ["x".join(map(str, s)) for s in shapes],
@@ -114,6 +116,7 @@ def main(argv=None) -> int:
     ap.add_argument("--memories", default="hdl,python", help="comma list of hdl, python (default: both)")
     ap.add_argument("--shapes", default="256x256x256", help="comma list of MxKxN (default: 256x256x256)")
     ap.add_argument("--python-shapes", default=None, help="shapes for the per-cycle Python model (default: --shapes)")
+    ap.add_argument("--array", default="8x8", help="MXU rows x columns of the engine (default 8x8)")
     ap.add_argument("--cold", action="store_true", help="remove each model's cached build first")
     ap.add_argument("--demo", action="store_true", help="also time `mxu demo` warm with each memory model")
     ap.add_argument("--seed", type=int, default=2024)
@@ -128,7 +131,8 @@ def main(argv=None) -> int:
     for sim in args.sims.split(","):
         for memory in args.memories.split(","):
             sh = shapes(args.python_shapes if memory == "python" and args.python_shapes else args.shapes)
-            rec = measure(sim, memory, sh, args.seed, args.cold)
+            array = tuple(int(x) for x in args.array.split("x"))
+            rec = measure(sim, memory, sh, args.seed, args.cold, array)
             print(json.dumps(rec), flush=True)
             records.append(rec)
             if args.demo:

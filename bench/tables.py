@@ -433,6 +433,7 @@ def sim_speed(d) -> Table:
     """Simulated cycles per second of the 8x8 engine: HDL memory system against the per-cycle Python model."""
     rows = [
         [
+            r["array"],
             r["sim"],
             r["memory"],
             ", ".join(r["shapes"]),
@@ -447,6 +448,7 @@ def sim_speed(d) -> Table:
         if r.get("kind", "gemm") == "gemm"
     ]
     header = [
+        "array",
         "simulator",
         "memory model",
         "GEMMs",
