@@ -119,6 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--array", default="8x8", help="MXU rows x columns of the engine (default 8x8)")
     ap.add_argument("--cold", action="store_true", help="remove each model's cached build first")
     ap.add_argument("--demo", action="store_true", help="also time `mxu demo` warm with each memory model")
+    ap.add_argument("--only-demo", action="store_true", help="time `mxu demo` only (no GEMM records)")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "sim_speed.json")
     ap.add_argument("--append", action="store_true", help="add the records to the file instead of replacing it")
@@ -132,10 +133,11 @@ def main(argv=None) -> int:
         for memory in args.memories.split(","):
             sh = shapes(args.python_shapes if memory == "python" and args.python_shapes else args.shapes)
             array = tuple(int(x) for x in args.array.split("x"))
-            rec = measure(sim, memory, sh, args.seed, args.cold, array)
-            print(json.dumps(rec), flush=True)
-            records.append(rec)
-            if args.demo:
+            if not args.only_demo:
+                rec = measure(sim, memory, sh, args.seed, args.cold, array)
+                print(json.dumps(rec), flush=True)
+                records.append(rec)
+            if args.demo or args.only_demo:
                 rec = measure_demo(sim, memory)
                 print(json.dumps(rec), flush=True)
                 records.append(rec)

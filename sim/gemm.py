@@ -24,11 +24,16 @@ __all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog", "sim_top_veri
 class GemmJob:
     """One GEMM: ``a`` (M, K) and ``b`` (K, N) arrays in the format's dtype (ml_dtypes bfloat16 /
     float8 or numpy int8; convert host data with ``verif.golden.to_format``), optional ``c`` (M, N)
-    float32 (int32 for int8) initial accumulator, ``out`` "fp32" (int32 for int8) or "bf16"."""
-    a: np.ndarray
+    float32 (int32 for int8) initial accumulator, ``out`` "fp32" (int32 for int8) or "bf16".
+
+    ``a_from``: instead of ``a`` (None), A is the fp32 result of the earlier job ``a_from`` of the same
+    run after ReLU (:func:`verif.golden.relu`), rounded RNE into the format (float formats only): a
+    layer that consumes the one before it without leaving the simulator (``mxu demo``'s MLP)."""
+    a: np.ndarray | None
     b: np.ndarray
     c: np.ndarray | None = None
     out: str = "fp32"
+    a_from: int | None = None
 
 
 @dataclass
@@ -53,16 +58,30 @@ class GemmResult:
     perf: dict = field(default_factory=dict)
 
 
-def _check_job(j: int, job: GemmJob, fmt: str) -> None:
+def _check_job(j: int, job: GemmJob, fmt: str, specs: list[dict]) -> tuple[int, int]:
+    """Check job ``j`` against the format and the jobs before it; returns A's shape (M, K)."""
     from verif.golden import dtype_of
     dt = np.dtype(dtype_of(fmt))
-    for name in ("a", "b"):
+    names = ("a", "b")
+    if job.a_from is not None:
+        if job.a is not None:
+            raise ValueError(f"job {j}: give a or a_from, not both")
+        if not isinstance(job.a_from, int) or not 0 <= job.a_from < j:
+            raise ValueError(f"job {j}: a_from must be the index of an earlier job, 0..{j - 1}; got {job.a_from!r}")
+        src = specs[job.a_from]
+        if fmt == "int8" or src["out_bf16"]:
+            raise ValueError(f"job {j}: a_from needs a float format and the earlier job's fp32 output")
+        names = ("b",)
+        shape_a = (src["m"], src["n"])
+    for name in names:
         x = getattr(job, name)
         if not isinstance(x, np.ndarray) or x.ndim != 2 or 0 in x.shape:
             raise ValueError(f"job {j}: {name} must be a non-empty 2-D array")
         if x.dtype != dt:
             raise ValueError(f"job {j}: {name} must have dtype {dt.name} for fmt={fmt}; got {x.dtype}")
-    (m, k), (k2, n) = job.a.shape, job.b.shape
+    if job.a_from is None:
+        shape_a = job.a.shape
+    (m, k), (k2, n) = shape_a, job.b.shape
     if k != k2:
         raise ValueError(f"job {j}: A is {m}x{k} but B is {k2}x{n}: inner dimensions (K) differ")
     if job.c is not None:
@@ -74,6 +93,7 @@ def _check_job(j: int, job: GemmJob, fmt: str) -> None:
         raise ValueError(f"job {j}: out must be fp32 or bf16; got {job.out!r}")
     if job.out == "bf16" and fmt == "int8":
         raise ValueError(f"job {j}: bf16 output is not available for int8 (results are int32)")
+    return m, k
 
 
 def engine_verilog(cfg) -> Path:
@@ -184,12 +204,12 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
                  for rj in raw_jobs]
     else:
         for j, job in enumerate(jobs):
-            _check_job(j, job, fmt)
-            m, k = job.a.shape
+            m, k = _check_job(j, job, fmt, specs)
             n = job.b.shape[1]
             specs.append({"kind": "gemm", "m": m, "k": k, "n": n, "load_c": job.c is not None,
-                          "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes})
-            arrays[f"a{j}"] = np.ascontiguousarray(job.a).view(np.uint16 if fmt == "bf16" else np.uint8)
+                          "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes, "a_from": job.a_from})
+            if job.a_from is None:
+                arrays[f"a{j}"] = np.ascontiguousarray(job.a).view(np.uint16 if fmt == "bf16" else np.uint8)
             arrays[f"b{j}"] = np.ascontiguousarray(job.b).view(np.uint16 if fmt == "bf16" else np.uint8)
             if job.c is not None:
                 arrays[f"c{j}"] = np.ascontiguousarray(job.c).view(np.uint32)

@@ -142,12 +142,13 @@ def test_demo_summary_with_a_golden_stand_in_for_the_rtl(tmp_path, monkeypatch, 
     import numpy as np
 
     import sim.gemm
-    from verif.golden import matmul
+    from verif.golden import matmul, relu, to_format
 
     def run(jobs, params, **kwargs):
         out = []
         for job in jobs:
-            ref = matmul(job.a, job.b, job.c, fmt=params.mxu.fmt, subnormals=params.mxu.subnormals)
+            a = job.a if job.a_from is None else to_format(relu(out[job.a_from].result), params.mxu.fmt)
+            ref = matmul(a, job.b, job.c, fmt=params.mxu.fmt, subnormals=params.mxu.subnormals)
             out.append(sim.gemm.GemmResult(ref, ref.view(np.uint32).copy(), 1000, 2))
         return out, {"sim_cycles": 2000, "wall_s": 1.0, "build_s": 0.0, "sim_wall_s": 1.0, "cycles_per_s": 2000.0}
 

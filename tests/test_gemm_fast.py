@@ -10,6 +10,7 @@ meets the refresh timer at the same phase).
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -75,3 +76,20 @@ def test_checker_in_the_netlist_fails_a_controller_with_a_short_rule():
     msg = str(exc.value)
     assert "JEDEC violation: tRCD_RD violated: ACT at cycle" in msg, msg[-2000:]
     assert f"< tRCD = {t.tRCD + 3}" in msg and f"distance {t.tRCD}" in msg
+
+
+def test_chained_job_is_checked_before_any_build():
+    """``GemmJob.a_from``: an earlier job's fp32 result; anything else is refused at once."""
+    rng = np.random.default_rng(0)
+    (j0,) = jobs(rng, [(4, 8, 4)])
+    b = j0.b[:4]
+    cases = [
+        ([GemmJob(None, b, a_from=0)], "a_from must be the index of an earlier job, 0..-1; got 0"),
+        ([j0, GemmJob(j0.a, b, a_from=0)], "give a or a_from, not both"),
+        ([j0, GemmJob(None, b, a_from=1)], "a_from must be the index of an earlier job, 0..0; got 1"),
+        ([dataclasses.replace(j0, out="bf16"), GemmJob(None, b, a_from=0)], "needs a float format and the earlier"),
+        ([j0, GemmJob(None, j0.b, a_from=0)], "A is 4x4 but B is 8x4"),
+    ]
+    for js, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            run_gemms(js, progress=False)

@@ -23,10 +23,11 @@ from .numerics import (
                        int8_mac,
                        mac,
                        mac_bits,
+                       relu,
                        round_to_odd_f32,
                        to_format,
 )
 
 __all__ = ["CANONICAL_BF16_NAN_BITS", "CANONICAL_NAN_BITS", "fp32_to_bf16_bits", "FORMATS", "SUBNORMAL_MODES",
            "check_no_process_ftz", "dtype_of", "fp8_to_bf16", "int8_mac", "mac", "mac_bits", "matmul",
-           "round_to_odd_f32", "to_format", "expected_bits", "result_bits", "compare_bits"]
+           "relu", "round_to_odd_f32", "to_format", "expected_bits", "result_bits", "compare_bits"]

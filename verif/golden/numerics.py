@@ -124,6 +124,12 @@ def _fp8_saturate(y: np.ndarray, x: np.ndarray, dtype) -> np.ndarray:
         return np.where(over, np.copysign(fmax, xf).astype(dtype), y).astype(dtype)
 
 
+def relu(h: np.ndarray) -> np.ndarray:
+    """ReLU of float32 data on the host: numpy ``maximum(h, +0)`` elementwise (NaN stays NaN, -0 gives
+    +0). The one ReLU of the golden path, the demo and chained GEMMs (``sim.gemm.GemmJob.a_from``)."""
+    return np.maximum(h, np.float32(0))
+
+
 def to_format(x, fmt: str, *, saturate: bool = False) -> np.ndarray:
     """Convert host data into input format ``fmt`` the way the hardware's user expects.
 

@@ -235,6 +235,18 @@ class HdlBackdoor:
         return int(v).to_bytes(self.bb, "little")
 
 
+def chained_a(j: int, job: dict, results: dict, fmt: str) -> np.ndarray:
+    """A of a job with ``a_from`` (:class:`sim.gemm.GemmJob`): the earlier job's fp32 result after
+    ReLU, rounded RNE into ``fmt``, as raw bit patterns."""
+    from verif.golden import relu, to_format
+
+    src = job["a_from"]
+    d = results.get(f"d{src}")
+    assert d is not None, f"job {j}: A is the result of job {src}, which has none ({results.get(f'status{src}')})"
+    a = to_format(relu(d.view(np.float32)), fmt)
+    return np.ascontiguousarray(a).view(np.uint16 if fmt == "bf16" else np.uint8)
+
+
 async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Callable[[], int],
                         wait_done: Callable[[int, int], Awaitable[None]], drain: Callable[[int], Awaitable[None]],
                         special: Callable[[int, dict], dict] | None = None) -> dict:
@@ -276,7 +288,8 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
                          pad_bytes=int(job.get("pad_bytes", 0)), start=start)
             start = lay.end
             tb = time.perf_counter()
-            poke_matrix(mem, lay.a_base, lay.a_stride, arrays[f"a{j}"])
+            poke_matrix(mem, lay.a_base, lay.a_stride, chained_a(j, job, results, mc.fmt) if job.get("a_from")
+                        is not None else arrays[f"a{j}"])
             poke_matrix(mem, lay.b_base, lay.b_stride, arrays[f"b{j}"])
             if job.get("load_c"):
                 poke_matrix(mem, lay.c_base, lay.c_stride, arrays[f"c{j}"])
