@@ -470,7 +470,15 @@ def sim_speed_demo(d) -> Table:
         if r.get("kind") == "demo"
     ]
     return Table(
-        ["simulator", "memory model", "mxu demo, warm (s)", "of it training (s)", "simulated cycles", "bit-exact"], rows
+        [
+            "simulator",
+            "memory model",
+            "mxu demo, warm (s)",
+            "of it data and model (s)",
+            "simulated cycles",
+            "bit-exact",
+        ],
+        rows,
     )
 
 
