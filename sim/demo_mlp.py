@@ -80,29 +80,33 @@ def train(x, y, *, hidden: int = 32, seed: int = 0, max_iter: int = 300):
                               "train_accuracy": float(clf.score(x, y))}
 
 
-def trained_model(x, y, cfg: DemoConfig):
-    """:func:`train`, cached: the weights of a run with the same data split, seed, width and iteration
-    budget, scikit-learn and numpy are read from the build cache (``cache/demo``) instead of training
-    again (a fixed seed makes the training deterministic; ``train_info["cached"]`` says which)."""
+def trained_model(cfg: DemoConfig):
+    """:func:`load_data` and :func:`train`, cached: a run with the same seed, split, width and
+    iteration budget, scikit-learn and numpy reads the data split and the weights from the build cache
+    (``cache/demo``) instead of importing scikit-learn and training again (a fixed seed makes both
+    deterministic). Returns ``((x_train, x_test, y_train, y_test), (w1, b1, w2, b2), info)``;
+    ``info["cached"]`` says which."""
     import hashlib
     import json
-
-    import sklearn
+    from importlib.metadata import version
 
     from sim.runner import build_root
 
-    key = json.dumps([cfg.seed, cfg.test_fraction, cfg.hidden, cfg.max_iter, sklearn.__version__, np.__version__])
+    key = json.dumps(["split+weights", cfg.seed, cfg.test_fraction, cfg.hidden, cfg.max_iter, version("scikit-learn"),
+                      np.__version__])
     path = build_root() / "cache" / "demo" / f"mlp-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz"
+    names = ("x_train", "x_test", "y_train", "y_test", "w1", "b1", "w2", "b2")
     if path.is_file():
         z = np.load(path)
-        info = json.loads(str(z["info"]))
-        return (z["w1"], z["b1"], z["w2"], z["b2"]), {**info, "cached": True}
-    (w1, b1, w2, b2), info = train(x, y, hidden=cfg.hidden, seed=cfg.seed, max_iter=cfg.max_iter)
+        data, weights = (tuple(z[n] for n in part) for part in (names[:4], names[4:]))
+        return data, weights, {**json.loads(str(z["info"])), "cached": True}
+    data = load_data(cfg.seed, cfg.test_fraction)
+    weights, info = train(data[0], data[2], hidden=cfg.hidden, seed=cfg.seed, max_iter=cfg.max_iter)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, w1=w1, b1=b1, w2=w2, b2=b2, info=json.dumps(info))
+    np.savez(tmp, **dict(zip(names, (*data, *weights))), info=json.dumps(info))
     tmp.replace(path)  # atomic: a concurrent run reads the old file or the whole new one
-    return (w1, b1, w2, b2), {**info, "cached": False}
+    return data, weights, {**info, "cached": False}
 
 
 def relu(h):
@@ -177,8 +181,11 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
     from sim.gemm import run_gemms
 
     t0 = time.perf_counter()
-    x_train, x_test, y_train, y_test = load_data(cfg.seed, cfg.test_fraction)
-    (w1, b1, w2, b2), train_info = trained_model(x_train, y_train, cfg)
+    (x_train, x_test, y_train, y_test), (w1, b1, w2, b2), train_info = trained_model(cfg)
+    if plot is not None:  # matplotlib imports (about a second) while the simulator runs
+        import threading
+
+        threading.Thread(target=_import_pyplot, daemon=True).start()
     train_s = time.perf_counter() - t0
     ref_pred = forward_float32(x_test, w1, b1, w2, b2).argmax(axis=1)
 
@@ -242,6 +249,12 @@ def run(cfg: DemoConfig = DemoConfig(), *, progress: bool = False, plot: Path | 
         "predictions_first_16": [int(p) for p in rtl_pred[:16]],
         "labels_first_16": [int(t) for t in y_test[:16]],
     }
+
+
+def _import_pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
 
 
 def plot_digits(images, labels, predictions, path: Path, *, title: str = "") -> None:
