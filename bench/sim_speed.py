@@ -7,11 +7,12 @@ the simulated cycles, the wall time of the simulation (build excluded), cycles p
 whether every result was bit-exact. The build time of each model is recorded too (``--cold``
 removes the cached build first, so it is a cold build).
 
-    python -m bench.sim_speed --sims verilator --cold --demo   # both memory models on a 256^3 GEMM
+    python -m bench.sim_speed --sims verilator --cold   # both memory models on a 256^3 GEMM
     python -m bench.sim_speed --sims icarus --shapes 16x32x16 --append
     python -m bench.sim_speed --sims verilator --memories hdl --array 16x16 --shapes 64x64x64 --cold --append
+    python -m bench.sim_speed --sims verilator --demo -o bench/results/sim_speed_demo.json
 
-``--demo`` also times ``mxu demo --memory M`` warm (its second run; the first fills the caches).
+``--demo`` times ``mxu demo --memory M`` warm instead (its second run; the first fills the caches).
 
 Writes ``bench/results/sim_speed.json`` (``-o`` elsewhere).
 """
@@ -84,8 +85,8 @@ def measure(sim: str, memory: str, shapes, seed: int, cold: bool, array: tuple[i
 
 
 def measure_demo(sim: str, memory: str) -> dict:
-    """Wall time of ``mxu demo --memory memory`` warm: the second of two runs (training, both layers'
-    simulations, the golden model and the report)."""
+    """Wall time of ``mxu demo --memory memory`` warm: the second of two runs (the data split and the
+    trained model from the cache, both layers in one simulator run, the golden model and the report)."""
     import tempfile
 
     walls = []
@@ -118,8 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--python-shapes", default=None, help="shapes for the per-cycle Python model (default: --shapes)")
     ap.add_argument("--array", default="8x8", help="MXU rows x columns of the engine (default 8x8)")
     ap.add_argument("--cold", action="store_true", help="remove each model's cached build first")
-    ap.add_argument("--demo", action="store_true", help="also time `mxu demo` warm with each memory model")
-    ap.add_argument("--only-demo", action="store_true", help="time `mxu demo` only (no GEMM records)")
+    ap.add_argument("--demo", action="store_true", help="time `mxu demo` warm with each memory model instead")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "sim_speed.json")
     ap.add_argument("--append", action="store_true", help="add the records to the file instead of replacing it")
@@ -133,14 +133,9 @@ def main(argv=None) -> int:
         for memory in args.memories.split(","):
             sh = shapes(args.python_shapes if memory == "python" and args.python_shapes else args.shapes)
             array = tuple(int(x) for x in args.array.split("x"))
-            if not args.only_demo:
-                rec = measure(sim, memory, sh, args.seed, args.cold, array)
-                print(json.dumps(rec), flush=True)
-                records.append(rec)
-            if args.demo or args.only_demo:
-                rec = measure_demo(sim, memory)
-                print(json.dumps(rec), flush=True)
-                records.append(rec)
+            rec = measure_demo(sim, memory) if args.demo else measure(sim, memory, sh, args.seed, args.cold, array)
+            print(json.dumps(rec), flush=True)
+            records.append(rec)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()

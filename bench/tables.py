@@ -430,7 +430,8 @@ def board(reports: list) -> Table:
 
 
 def sim_speed(d) -> Table:
-    """Simulated cycles per second of the 8x8 engine: HDL memory system against the per-cycle Python model."""
+    """Simulated cycles per second of the engine (array in the first column): HDL memory system against
+    the per-cycle Python model, and the cold build of each model."""
     rows = [
         [
             r["array"],

@@ -67,7 +67,8 @@ def _check_job(j: int, job: GemmJob, fmt: str, specs: list[dict]) -> tuple[int, 
         if job.a is not None:
             raise ValueError(f"job {j}: give a or a_from, not both")
         if not isinstance(job.a_from, int) or not 0 <= job.a_from < j:
-            raise ValueError(f"job {j}: a_from must be the index of an earlier job, 0..{j - 1}; got {job.a_from!r}")
+            allowed = f"0..{j - 1}" if j else "none before job 0"
+            raise ValueError(f"job {j}: a_from must be the index of an earlier job ({allowed}); got {job.a_from!r}")
         src = specs[job.a_from]
         if fmt == "int8" or src["out_bf16"]:
             raise ValueError(f"job {j}: a_from needs a float format and the earlier job's fp32 output")
@@ -202,6 +203,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     if raw_jobs is not None:
         specs = [dict(rj) if "kind" in rj else {"kind": "regs", "writes": [list(w) for w in rj["writes"]]}
                  for rj in raw_jobs]
+        if memory != "hdl" and any(sp["kind"] == "backdoor" for sp in specs):
+            raise ValueError("a backdoor job needs memory='hdl' (it round-trips the HDL device model's storage)")
     else:
         for j, job in enumerate(jobs):
             m, k = _check_job(j, job, fmt, specs)

@@ -61,6 +61,8 @@ def test_backdoor_round_trip_first_and_last_bursts(seed):
     assert info["backdoor"] == 0
     with pytest.raises(ValueError, match="device_hbm needs memory='hdl'"):
         run_gemms([], memory="python", device_hbm=EngineConfig().hbm)
+    with pytest.raises(ValueError, match="a backdoor job needs memory='hdl'"):
+        run_gemms([], memory="python", raw_jobs=[{"kind": "backdoor", "seed": seed}])
 
 
 @pytest.mark.cocotb
@@ -84,9 +86,9 @@ def test_chained_job_is_checked_before_any_build():
     (j0,) = jobs(rng, [(4, 8, 4)])
     b = j0.b[:4]
     cases = [
-        ([GemmJob(None, b, a_from=0)], "a_from must be the index of an earlier job, 0..-1; got 0"),
+        ([GemmJob(None, b, a_from=0)], "a_from must be the index of an earlier job (none before job 0); got 0"),
         ([j0, GemmJob(j0.a, b, a_from=0)], "give a or a_from, not both"),
-        ([j0, GemmJob(None, b, a_from=1)], "a_from must be the index of an earlier job, 0..0; got 1"),
+        ([j0, GemmJob(None, b, a_from=1)], "a_from must be the index of an earlier job (0..0); got 1"),
         ([dataclasses.replace(j0, out="bf16"), GemmJob(None, b, a_from=0)], "needs a float format and the earlier"),
         ([j0, GemmJob(None, j0.b, a_from=0)], "A is 4x4 but B is 8x4"),
     ]

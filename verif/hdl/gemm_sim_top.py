@@ -68,8 +68,8 @@ class GEMMSimTop(wiring.Component):
         # The design runs in domain "core", whose reset is the rst port registered once. Amaranth folds
         # a domain's reset into every register's next-state logic; with rst a top-level input, Verilator
         # puts all of that logic in its input-combinational region and evaluates it at every eval call,
-        # both clock edges: 29 % of the run time on the 8x8 engine. Registered, it runs once per
-        # rising edge. (The testbench releases rst one cycle earlier, so the design leaves reset at the
+        # both clock edges (the largest functions of a perf profile of the 8x8 engine). Registered, it
+        # runs once per rising edge. (The testbench releases rst one cycle earlier, so the design leaves reset at the
         # same edge as the GEMMTop of verif.tb.gemm_tb.)
         # rst_q starts at 0 and rises at the first clock edge: that change is the event that makes
         # Icarus evaluate the reset into the next-state logic (a constant 1 from time 0 is no event,

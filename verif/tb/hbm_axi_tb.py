@@ -37,7 +37,7 @@ class Bench:
         self.cfg = HbmAxiTbConfig.from_env()
         self.config = self.cfg.config
         self.ports = self.cfg.axi_ports
-        self.dram = DramAdapter(dut, self.config, HBMDevice(self.config))
+        self.dram = DramAdapter(dut, self.config, HBMDevice(self.config), all_pins=True)
         self.device = self.dram.device
         self.errors: list[str] = []
 
