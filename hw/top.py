@@ -16,7 +16,7 @@ from amaranth.lib.wiring import Out
 from .engine import EngineConfig, GEMMEngine
 from .engine.csr import axi4lite_signature
 from .hbm.axi import HBMController
-from .hbm.controller import dram_signature
+from .hbm.interface import dram_signature
 
 __all__ = ["GEMMTop"]
 

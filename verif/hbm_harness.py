@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw.hbm.config import HBMConfig
-from hw.hbm.controller import ColCmd, RowCmd
+from hw.hbm.interface import ColCmd, RowCmd
 
 from .hbm_device import HBMDevice
 from .jedec_checker import Cmd

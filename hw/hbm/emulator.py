@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In
 
 from ..config import check_int, check_pow2
 from .config import HBMConfig
-from .controller import ColCmd, dram_signature
+from .interface import ColCmd, dram_signature
 
 __all__ = ["BRAMEmulator"]
 

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.engine import EngineConfig
 from hw.engine.csr import axi4lite_signature
-from hw.hbm.controller import ColCmd
+from hw.hbm.interface import ColCmd
 from hw.top import GEMMTop
 
 from .hbm_device import STORE_VERILOG, HBMDeviceHDL

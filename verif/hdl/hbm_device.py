@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.config import check_int, check_pow2
 from hw.hbm.config import HBMConfig
-from hw.hbm.controller import ColCmd, RowCmd, dram_signature
+from hw.hbm.interface import ColCmd, RowCmd, dram_signature
 
 from .jedec_checker import JedecCheckerHDL
 

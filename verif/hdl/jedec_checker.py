@@ -36,7 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.hbm.config import HBMConfig
-from hw.hbm.controller import ColCmd, RowCmd
+from hw.hbm.interface import ColCmd, RowCmd
 
 from ..jedec_checker import COL_CMDS, RULES, Cmd, Scope
 
