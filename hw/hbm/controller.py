@@ -48,13 +48,13 @@ byte i, the opposite polarity of the DRAM DM pin).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bank_timing import BankTiming
 from .config import HBMConfig
-from .interface import ColCmd, RowCmd, dram_signature, request_layout, response_layout
+from .interface import ColCmd, RowCmd, dram_signature, issue_layout, request_layout, response_layout
 from .read_path import ReadResponsePath, response_fifo_depth
 from .refresh import RefreshTimer
 from .request_queue import RequestQueue
@@ -103,33 +103,39 @@ class PseudoChannelController(wiring.Component):
         m.submodules.scheduler = sched = CommandScheduler(cfg)
         m.submodules.write_path = wpath = WriteDataPath(cfg)
         m.submodules.read_path = rpath = ReadResponsePath(cfg)
-        iss = sched.issue
+        decision = sched.issue
+        pins = Signal(issue_layout(cfg), name="pins")  # the decision, one cycle later: the command pins
+        m.d.sync += pins.eq(decision)
 
         wiring.connect(m, wiring.flipped(self.req), queue.req)
         wiring.connect(m, rpath.rsp, wiring.flipped(self.rsp))
         wiring.connect(m, queue.view, sched.queue)
         wiring.connect(m, banks.status, queue.banks, sched.banks)
+        wiring.connect(m, banks.next, queue.banks_next)
         m.d.comb += [
-            queue.issue.eq(iss),
-            banks.issue.eq(iss),
-            refresh.ref.eq(iss.ref),
+            queue.retire.eq(decision.col_grant),
+            queue.issue.eq(pins),
+            banks.issue.eq(pins),
+            sched.pins.eq(pins),
+            refresh.ref_issued.eq(decision.ref),
             refresh.queue_empty.eq(~queue.view.valid.any()),
             sched.draining.eq(refresh.draining),
             sched.rd_credit.eq(rpath.rd_credit),
             self.refresh_owed.eq(refresh.owed),
-            wpath.wr.eq(iss.wr),
+            wpath.wr.eq(pins.wr),
             wpath.wdata.eq(queue.wdata),
             wpath.wmask.eq(queue.wmask),
             self.dram.wdata.eq(wpath.dram_wdata),
             self.dram.wmask.eq(wpath.dram_wmask),
             self.dram.wdata_valid.eq(wpath.dram_wdata_valid),
-            rpath.rd.eq(iss.rd),
-            rpath.tag.eq(iss.col_tag),
+            rpath.rd.eq(pins.rd),
+            rpath.wr.eq(pins.wr),
+            rpath.tag.eq(pins.col_tag),
             rpath.rdata.eq(self.dram.rdata),
             rpath.rdata_valid.eq(self.dram.rdata_valid),
         ]
 
-        # ---------------------------------------------------------------- registered command pins
+        # ---------------------------------------------------------------- command pins
         bkw, bgw = cfg.field_bits["bank"], cfg.field_bits["bank_group"]
 
         def bg_of(bank):
@@ -138,18 +144,18 @@ class PseudoChannelController(wiring.Component):
         def bk_of(bank):
             return bank[:bkw] if bkw else 0
 
-        row_cmd = Mux(iss.ref, RowCmd.REF, Mux(iss.prea, RowCmd.PREA,
-                  Mux(iss.act, RowCmd.ACT, Mux(iss.pre, RowCmd.PRE, RowCmd.NOP))))
-        row_bank = Mux(iss.act, iss.act_bank, iss.pre_bank)
-        m.d.sync += [
+        row_cmd = Mux(pins.ref, RowCmd.REF, Mux(pins.prea, RowCmd.PREA,
+                  Mux(pins.act, RowCmd.ACT, Mux(pins.pre, RowCmd.PRE, RowCmd.NOP))))
+        row_bank = Mux(pins.act, pins.act_bank, pins.pre_bank)
+        m.d.comb += [
             self.dram.row_cmd.as_value().eq(row_cmd),
             self.dram.row_bg.eq(bg_of(row_bank)),
             self.dram.row_bank.eq(bk_of(row_bank)),
-            self.dram.row_row.eq(Mux(iss.act, iss.act_row, 0)),
-            self.dram.col_cmd.as_value().eq(Mux(iss.rd, ColCmd.RD, Mux(iss.wr, ColCmd.WR, ColCmd.NOP))),
-            self.dram.col_bg.eq(bg_of(iss.col_bank)),
-            self.dram.col_bank.eq(bk_of(iss.col_bank)),
-            self.dram.col_row.eq(iss.col_row),
-            self.dram.col_column.eq(iss.col_col),
+            self.dram.row_row.eq(Mux(pins.act, pins.act_row, 0)),
+            self.dram.col_cmd.as_value().eq(Mux(pins.rd, ColCmd.RD, Mux(pins.wr, ColCmd.WR, ColCmd.NOP))),
+            self.dram.col_bg.eq(bg_of(pins.col_bank)),
+            self.dram.col_bank.eq(bk_of(pins.col_bank)),
+            self.dram.col_row.eq(pins.col_row),
+            self.dram.col_column.eq(pins.col_col),
         ]
         return m

@@ -94,12 +94,15 @@ def issue_layout(config: HBMConfig) -> data.StructLayout:
     ``prea`` (all banks), ``ref`` (all-bank REF); at most one of the four is set. Column bus: ``rd`` /
     ``wr`` for queue slot ``col_grant`` (one-hot, ``queue_depth`` bits; index ``col_slot``) at bank
     ``col_bank``, row ``col_row``, column ``col_col`` (in bursts), tag ``col_tag``. Banks are flat
-    indices of :func:`bank_bits` bits.
+    indices of :func:`bank_bits` bits; ``act_banks`` / ``pre_banks`` / ``col_banks`` (``banks`` bits)
+    are the same banks one-hot (0 without the command), so that the bank timing's counters decode
+    nothing.
     """
     bits, n = config.field_bits, config.queue_depth
     bw, roww, colw = bank_bits(config), max(1, bits["row"]), max(1, bits["column"])
     return data.StructLayout({
         "act": 1, "pre": 1, "prea": 1, "ref": 1, "rd": 1, "wr": 1,
+        "act_banks": config.banks, "pre_banks": config.banks, "col_banks": config.banks,
         "act_bank": bw, "act_row": roww, "pre_bank": bw,
         "col_bank": bw, "col_row": roww, "col_col": colw, "col_tag": config.tag_bits,
         "col_grant": n, "col_slot": max(1, (n - 1).bit_length()),
@@ -107,34 +110,42 @@ def issue_layout(config: HBMConfig) -> data.StructLayout:
 
 
 def queue_view_signature(config: HBMConfig) -> wiring.Signature:
-    """What the request queue shows the command choice, per slot (``queue_depth`` slots).
+    """What the request queue shows the command choice; every member is a register.
 
-    ``valid``, ``write``, ``hit`` (row open in its bank), ``oldest`` (one-hot, the oldest occupied
-    slot), ``aged`` (waited ``age_cap_cycles``), ``deps_clear`` (no older same-address hazard queued):
-    ``queue_depth`` bits each. ``older``: the age matrix (``older[i]`` bit j: slot j is older than
-    slot i). ``bank`` / ``row`` / ``col`` / ``tag``: flat bank, row, column in bursts and tag of each
-    slot.
+    Per slot (``queue_depth`` bits each): ``valid``, ``write``, ``hit`` (row open in its bank),
+    ``oldest`` (one-hot, the oldest occupied slot), ``allow`` (may issue: every slot, or only the
+    oldest while one has waited ``age_cap_cycles``), ``col_ready`` (row hit, no older same-address
+    hazard queued, and bank / bank group / pseudo-channel timing allow its RD or WR), ``act_ready``
+    (bank closed and ACT timing allows). ``older``: the age matrix (``older[i]`` bit j: slot j is
+    older than slot i). ``bank`` / ``row`` / ``col`` / ``tag``: flat bank, row, column in bursts and
+    tag of each slot. Per bank (``banks`` bits): ``has_hit`` (a queued request hits the open row),
+    ``has_miss`` (one needs another row), ``oldest_miss`` (the oldest request needs another row
+    there). ``strict``: the age cap is in force. The readiness and per-bank bits may be one cycle
+    conservative (a request that just left still counts), never optimistic.
     """
-    n, bits = config.queue_depth, config.field_bits
+    n, nb, bits = config.queue_depth, config.banks, config.field_bits
     return wiring.Signature({
-        "valid": Out(n), "write": Out(n), "hit": Out(n), "oldest": Out(n), "aged": Out(n),
-        "deps_clear": Out(n),
+        "valid": Out(n), "write": Out(n), "hit": Out(n), "oldest": Out(n), "allow": Out(n),
+        "col_ready": Out(n), "act_ready": Out(n),
         "older": Out(data.ArrayLayout(n, n)),
         "bank": Out(data.ArrayLayout(bank_bits(config), n)),
         "row": Out(data.ArrayLayout(max(1, bits["row"]), n)),
         "col": Out(data.ArrayLayout(max(1, bits["column"]), n)),
         "tag": Out(data.ArrayLayout(config.tag_bits, n)),
+        "has_hit": Out(nb), "has_miss": Out(nb), "oldest_miss": Out(nb), "strict": Out(1),
     })
 
 
 def bank_status_signature(config: HBMConfig) -> wiring.Signature:
-    """Bank state and timing as the bank timing shows it to the command choice (this cycle).
+    """Bank state and timing, as :class:`~hw.hbm.bank_timing.BankTiming` shows it.
 
     ``bank_open`` (bit per flat bank) and ``open_row`` (row bits per bank); per bank ``act_ok`` (tRC,
     tRP), ``col_ok`` (tRCD), ``pre_ok`` (tRAS, tRTP, write recovery); per bank group ``bg_act_ok``
     (tRRD_L), ``bg_rd_ok`` (tCCD_L, tWTR_L), ``bg_wr_ok`` (tCCD_L); per pseudo-channel ``ch_act_ok``
     (tRRD_S and tFAW), ``ch_rd_ok`` (tCCD_S, burst, tWTR_S), ``ch_wr_ok`` (tCCD_S, burst, tRTW) and
-    ``rfc_ok`` (tRFC since the last REF).
+    ``rfc_ok`` (tRFC since the last REF). An ``*_ok`` bit says that a command *decided* in that
+    cycle (on the pins one cycle later) keeps the distance to every command already on the pins
+    before it; the command on the pins in the same cycle is not in it (the scheduler masks it).
     """
     nb, n_bg = config.banks, config.bank_groups
     return wiring.Signature({

@@ -21,17 +21,19 @@ def response_fifo_depth(config: HBMConfig) -> int:
 class ReadResponsePath(wiring.Component):
     """Pairs each read burst with its tag and buffers it for the response stream.
 
-    A RD's tag enters a FIFO when the RD is chosen; the burst arrives on ``rdata`` at RD + CL (the
-    pins are one cycle after the choice) and leaves with the oldest tag, in RD order, through a
-    response buffer of :func:`response_fifo_depth` entries. ``rd_credit`` allows a RD only while
-    the reads in flight plus the buffered responses leave a free entry, so ``rdata`` is never
-    dropped whatever the back-pressure on ``rsp``.
+    A RD's tag enters a FIFO when the RD is on the pins; the burst arrives on ``rdata`` CL cycles
+    later and leaves with the oldest tag, in RD order, through a response buffer of
+    :func:`response_fifo_depth` entries. ``rd_credit`` allows a RD decision only while the reads on
+    the pins or in flight plus the buffered responses leave a free entry, so ``rdata`` is never
+    dropped whatever the back-pressure on ``rsp``. It is a register, computed one cycle ahead:
+    it assumes a RD is decided in every cycle that can take one (no RD or WR on the pins), which is
+    exact for back-to-back reads and one entry conservative otherwise.
 
     Ports:
-        rd: ``In(1)`` -- a RD is chosen this cycle; tag: ``In(tag_bits)`` -- its tag.
+        rd / wr: ``In(1)`` -- a RD / WR is on the pins this cycle; tag: ``In(tag_bits)`` -- the RD's tag.
         rdata / rdata_valid: ``In`` -- the burst from the pins (``burst_bytes * 8`` bits).
         rsp: ``Out(stream.Signature(response_layout(config)))`` -- tag and data, in RD order.
-        rd_credit: ``Out(1)`` -- a RD may be chosen this cycle.
+        rd_credit: ``Out(1)`` -- a RD may be decided this cycle.
 
     Args:
         config: :class:`~hw.hbm.config.HBMConfig` (``tag_bits``, ``timing.CL``).
@@ -45,10 +47,10 @@ class ReadResponsePath(wiring.Component):
             raise TypeError(f"config must be an HBMConfig; got {config!r}")
         self.config = config
         super().__init__({
-            "rd": In(1), "tag": In(config.tag_bits),
+            "rd": In(1), "wr": In(1), "tag": In(config.tag_bits),
             "rdata": In(config.burst_bytes * 8), "rdata_valid": In(1),
             "rsp": Out(stream.Signature(response_layout(config))),
-            "rd_credit": Out(1),
+            "rd_credit": Out(1, init=1),
         })
 
     def elaborate(self, platform):
@@ -58,9 +60,14 @@ class ReadResponsePath(wiring.Component):
         m.submodules.tag_fifo = tag_fifo = fifo.SyncFIFO(width=cfg.tag_bits, depth=depth)
         m.submodules.rsp_fifo = rsp_fifo = fifo.SyncFIFOBuffered(width=cfg.tag_bits + cfg.burst_bytes * 8,
                                                                   depth=depth)
-        inflight = Signal(range(depth + 1), name="reads_inflight")
-        m.d.comb += self.rd_credit.eq(inflight + rsp_fifo.level < depth)
-        m.d.sync += inflight.eq(inflight + self.rd - self.rdata_valid)
+        # reads on the pins or later whose response has not left the buffer
+        used = Signal(range(depth + 1), name="reads_outstanding")
+        pop = Signal(name="rsp_pop")
+        m.d.comb += pop.eq(self.rsp.valid & self.rsp.ready)
+        m.d.sync += [
+            used.eq(used + self.rd - pop),
+            self.rd_credit.eq(used + (self.rd | ~(self.rd | self.wr)) - pop < depth),
+        ]
         m.d.comb += [
             tag_fifo.w_data.eq(self.tag),
             tag_fifo.w_en.eq(self.rd),

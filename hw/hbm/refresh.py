@@ -21,7 +21,7 @@ class RefreshTimer(wiring.Component):
     at any time (JESD235 allows up to 8 postponed REFs).
 
     Ports:
-        ref: ``In(1)`` -- a REF is issued this cycle.
+        ref_issued: ``In(1)`` -- a REF is decided this cycle.
         queue_empty: ``In(1)`` -- the request queue holds no request.
         draining: ``Out(1)`` -- registered: stop ACT/RD/WR, PREA then REF.
         owed: ``Out(4)`` -- registered count of due REFs not yet issued.
@@ -37,7 +37,7 @@ class RefreshTimer(wiring.Component):
         if not isinstance(config, HBMConfig):
             raise TypeError(f"config must be an HBMConfig; got {config!r}")
         self.config = config
-        super().__init__({"ref": In(1), "queue_empty": In(1), "draining": Out(1), "owed": Out(4)})
+        super().__init__({"ref_issued": In(1), "queue_empty": In(1), "draining": Out(1), "owed": Out(4)})
 
     def elaborate(self, platform):
         t = self.config.timing
@@ -47,11 +47,11 @@ class RefreshTimer(wiring.Component):
         tick = refi == t.tREFI - 1
         m.d.sync += [
             refi.eq(Mux(tick, 0, refi + 1)),
-            self.owed.eq(self.owed + tick - self.ref),
+            self.owed.eq(self.owed + tick - self.ref_issued),
         ]
         with m.If(~self.draining):
             with m.If((self.owed >= force_at) | ((self.owed != 0) & self.queue_empty)):
                 m.d.sync += self.draining.eq(1)
-        with m.Elif(self.ref):
+        with m.Elif(self.ref_issued):
             m.d.sync += self.draining.eq(0)
         return m

@@ -13,24 +13,36 @@ __all__ = ["CommandScheduler"]
 
 
 class CommandScheduler(wiring.Component):
-    """Chooses this cycle's row and column commands (combinational).
+    """Chooses the row and column commands for the next cycle (from registers).
 
     FR-FCFS (Rixner et al., "Memory Access Scheduling", ISCA 2000) with a starvation bound:
 
-    * Column bus: RD/WR of the oldest slot whose row is open (a row hit), whose older same-address
-      hazards have left the queue, and whose timing allows it (bank tRCD, bank group and
-      pseudo-channel counters; a RD also needs a response-buffer credit).
+    * Column bus: RD/WR of the oldest slot that is ``col_ready`` (row hit, no older same-address
+      hazard, timing met: :class:`~hw.hbm.request_queue.RequestQueue`); a RD also needs a
+      response-buffer credit.
     * Row bus, by priority: REF (draining, all banks closed, tRP met), PREA (draining, every open
-      bank may be precharged), ACT for the oldest slot whose bank is closed, PRE of the lowest bank
-      whose open row no queued request hits while one needs another row (open page) or that no
-      queued request hits (closed page).
-    * Age cap: while any slot is ``aged``, only the oldest slot may issue commands, and PRE only goes
-      to the oldest slot's bank if it misses there.
+      bank may be precharged), ACT for the oldest ``act_ready`` slot, PRE of the lowest bank whose
+      open row no queued request hits while one needs another row (open page) or that no queued
+      request hits (closed page).
+    * Age cap: while ``strict``, only the oldest slot may issue commands, and PRE only goes to the
+      bank where the oldest request misses.
     * While draining for a refresh, or within tRFC of a REF, no ACT, PRE, RD or WR is chosen.
 
+    The decision reaches the pins one cycle later (the controller registers it), so it is checked
+    against the command on the pins now (``pins``), which the timing counters do not count yet:
+    after a RD or WR no column command, after an ACT no ACT, after a REF or PREA nothing but
+    what tRFC / tRP allow, after a PRE no RD/WR/PRE to that bank, after a RD/WR no PRE of its bank
+    and no PREA. Every one of these distances is at least 2 cycles in the timing sets (with BL2
+    and tCCD_S = 1 two column commands could go back to back; this controller spaces them by 2).
+
+    One register inside: whether the command chosen this cycle forbids a column command in the next
+    (a RD/WR, REF or PREA on the pins); ``pins`` must be this component's ``issue`` of the
+    previous cycle.
+
     Ports:
-        queue: ``In(queue_view_signature(config))`` -- the request slots.
-        banks: ``In(bank_status_signature(config))`` -- bank state and timing.
+        queue: ``In(queue_view_signature(config))`` -- the request slots (registers).
+        banks: ``In(bank_status_signature(config))`` -- bank state and timing (registers).
+        pins: ``In(issue_layout(config))`` -- the commands on the pins this cycle.
         draining: ``In(1)`` -- a refresh is pending (:class:`~hw.hbm.refresh.RefreshTimer`).
         rd_credit: ``In(1)`` -- the read-response buffer has room for one more burst.
         issue: ``Out(issue_layout(config))`` -- the chosen commands.
@@ -49,6 +61,7 @@ class CommandScheduler(wiring.Component):
         super().__init__({
             "queue": In(queue_view_signature(config)),
             "banks": In(bank_status_signature(config)),
+            "pins": In(issue_layout(config)),
             "draining": In(1),
             "rd_credit": In(1),
             "issue": Out(issue_layout(config)),
@@ -57,26 +70,9 @@ class CommandScheduler(wiring.Component):
     def elaborate(self, platform):
         cfg = self.config
         m = Module()
-        n, nb, n_bpg = cfg.queue_depth, cfg.banks, cfg.banks_per_group
-        bank_bg = [b // n_bpg for b in range(nb)]
-        q, st, iss = self.queue, self.banks, self.issue
+        n, nb = cfg.queue_depth, cfg.banks
+        q, st, p, iss = self.queue, self.banks, self.pins, self.issue
         draining = self.draining
-
-        strict = Signal(name="strict_order")
-        m.d.comb += strict.eq(q.aged.any())
-        allow = Signal(n, name="q_allow")
-        m.d.comb += allow.eq(Mux(strict, q.oldest, q.valid))
-        bank_of = [[Signal(name=f"q{i}_is_b{b}") for b in range(nb)] for i in range(n)]
-        for i in range(n):
-            for b in range(nb):
-                m.d.comb += bank_of[i][b].eq(q.bank[i] == b)
-
-        def by_bank(i, sigs):
-            """1-bit per-bank signal ``sigs[b]`` selected by slot i's bank."""
-            return Cat(*(bank_of[i][b] & sigs[b] for b in range(nb))).any()
-
-        def by_bg(i, sigs):
-            return Cat(*(bank_of[i][b] & sigs[bank_bg[b]] for b in range(nb))).any()
 
         def pick_oldest(cand, name):
             """One-hot of the oldest set bit of ``cand`` (an n-bit signal)."""
@@ -94,6 +90,11 @@ class CommandScheduler(wiring.Component):
                 acc = acc | Mux(oh[i], values[i], 0)
             m.d.comb += out.eq(acc)
 
+        def onehot_index(oh, out):
+            """Index of the set bit of the one-hot ``oh`` (an OR per index bit)."""
+            m.d.comb += out.eq(Cat(*(Cat(*(oh[i] for i in range(n) if i >> k & 1)).any()
+                                      for k in range(len(out)))))
+
         def lowest_index(bits_sig, count, out):
             """Index of the lowest set bit of ``bits_sig`` (0 when none is set)."""
             expr = Const(0, out.shape())
@@ -101,15 +102,20 @@ class CommandScheduler(wiring.Component):
                 expr = Mux(bits_sig[i], i, expr)
             m.d.comb += out.eq(expr)
 
+        p_col = p.rd | p.wr
+        p_any = p.act | p.pre | p.prea | p.ref
+
         # ---------------------------------------------------------------- column command
-        col_blocked = draining | ~st.rfc_ok
+        # The command on the pins that forbids any column command (RD/WR, REF, PREA) is known one
+        # cycle earlier, as this cycle's choice: register it, to keep the choice's inputs flip-flops.
+        pins_block_col = Signal(name="pins_block_col")
+        m.d.sync += pins_block_col.eq(iss.rd | iss.wr | iss.ref | iss.prea)
+        col_block = draining | pins_block_col
         col_cand = Signal(n, name="col_cand")
         for i in range(n):
-            rd_ok = st.ch_rd_ok & by_bg(i, st.bg_rd_ok) & self.rd_credit
-            wr_ok = st.ch_wr_ok & by_bg(i, st.bg_wr_ok)
             m.d.comb += col_cand[i].eq(
-                allow[i] & q.hit[i] & q.deps_clear[i] & by_bank(i, st.col_ok)
-                & Mux(q.write[i], wr_ok, rd_ok) & ~col_blocked)
+                q.valid[i] & q.allow[i] & q.col_ready[i] & (q.write[i] | self.rd_credit) & ~col_block
+                & ~(p.pre & (p.pre_bank == q.bank[i])))
         col_oh = pick_oldest(col_cand, "col_grant")
         col_is_wr = Signal(name="col_is_wr")
         onehot_mux(col_oh, q.write, col_is_wr)
@@ -117,53 +123,55 @@ class CommandScheduler(wiring.Component):
         onehot_mux(col_oh, q.row, iss.col_row)
         onehot_mux(col_oh, q.col, iss.col_col)
         onehot_mux(col_oh, q.tag, iss.col_tag)
-        lowest_index(col_oh, n, iss.col_slot)
-        m.d.comb += iss.col_grant.eq(col_oh)
+        onehot_index(col_oh, iss.col_slot)
+        slot_is = [[q.bank[i] == b for b in range(nb)] for i in range(n)]
+
+        def banks_of(oh):
+            """One-hot bank of the one-hot slot ``oh``."""
+            return Cat(*(Cat(*(oh[i] & slot_is[i][b] for i in range(n))).any() for b in range(nb)))
+
+        m.d.comb += iss.col_banks.eq(banks_of(col_oh))
+        col_go = col_cand.any()
+        m.d.comb += [
+            iss.col_grant.eq(col_oh),
+            iss.rd.eq(col_go & ~col_is_wr),
+            iss.wr.eq(col_go & col_is_wr),
+        ]
 
         # ---------------------------------------------------------------- row command
-        act_global = st.ch_act_ok & st.rfc_ok & ~draining
         act_cand = Signal(n, name="act_cand")
-        for i in range(n):
-            m.d.comb += act_cand[i].eq(
-                allow[i] & ~by_bank(i, st.bank_open) & by_bank(i, st.act_ok) & by_bg(i, st.bg_act_ok)
-                & act_global)
+        act_block = draining | p.act | p.ref | p.prea
+        m.d.comb += act_cand.eq(q.valid & q.allow & q.act_ready & ~act_block.replicate(n))
         act_oh = pick_oldest(act_cand, "act_grant")
         onehot_mux(act_oh, q.bank, iss.act_bank)
         onehot_mux(act_oh, q.row, iss.act_row)
 
-        has_hit = Signal(nb, name="bank_has_hit")
-        has_miss = Signal(nb, name="bank_has_miss")
-        oldest_miss_bank = Signal(nb, name="oldest_miss_bank")
-        for b in range(nb):
-            m.d.comb += [
-                has_hit[b].eq(Cat(*(q.valid[i] & q.hit[i] & bank_of[i][b] for i in range(n))).any()),
-                has_miss[b].eq(Cat(*(q.valid[i] & ~q.hit[i] & bank_of[i][b] for i in range(n))).any()),
-                oldest_miss_bank[b].eq(Cat(*(q.oldest[i] & ~q.hit[i] & bank_of[i][b] for i in range(n))).any()),
-            ]
         pre_cand = Signal(nb, name="pre_cand")
+        pre_block = draining | ~st.rfc_ok | p.ref | p.prea
         for b in range(nb):
-            normal = ~has_hit[b] & (Const(1) if cfg.page_policy == "closed" else has_miss[b])
+            normal = ~q.has_hit[b] & (Const(1) if cfg.page_policy == "closed" else q.has_miss[b])
             m.d.comb += pre_cand[b].eq(
-                st.bank_open[b] & st.pre_ok[b] & st.rfc_ok & ~draining & Mux(strict, oldest_miss_bank[b], normal))
+                st.bank_open[b] & st.pre_ok[b] & ~pre_block
+                & ~(p.pre & (p.pre_bank == b)) & ~(p_col & (p.col_bank == b))
+                & Mux(q.strict, q.oldest_miss[b], normal))
         lowest_index(pre_cand, nb, iss.pre_bank)
+        pre_first = Signal(nb, name="pre_first")  # the lowest candidate bank, one-hot
+        for b in range(nb):
+            m.d.comb += pre_first[b].eq(pre_cand[b] & ~pre_cand[:b].any() if b else pre_cand[0])
 
         # refresh: PREA when every open bank may be precharged, REF when all closed and tRP met
         all_pre_ok = (~st.bank_open | st.pre_ok).all()
-        prea_go = draining & st.bank_open.any() & all_pre_ok & st.rfc_ok
-        ref_go = draining & ~st.bank_open.any() & st.act_ok.all() & st.rfc_ok
+        prea_go = draining & st.bank_open.any() & all_pre_ok & st.rfc_ok & ~p_col & ~p.act & ~p.prea & ~p.ref
+        ref_go = draining & ~st.bank_open.any() & st.act_ok.all() & st.rfc_ok & ~p_any
+        # Priority REF > PREA > ACT > PRE; ACT and PRE candidates exist only while not draining,
+        # REF and PREA only while draining, so only PREA/REF and ACT/PRE need a priority term.
         act_go, pre_go = act_cand.any(), pre_cand.any()
         m.d.comb += [
             iss.ref.eq(ref_go),
             iss.prea.eq(prea_go & ~ref_go),
-            iss.act.eq(act_go & ~prea_go & ~ref_go),
-            iss.pre.eq(pre_go & ~act_go & ~prea_go & ~ref_go),
-        ]
-        # A column command never targets the bank being precharged in the same cycle (it would have
-        # no hit there), but guard it anyway so the two buses can never disagree.
-        col_pre_clash = iss.pre & (iss.col_bank == iss.pre_bank)
-        col_go = col_cand.any()
-        m.d.comb += [
-            iss.rd.eq(col_go & ~col_is_wr & ~col_pre_clash),
-            iss.wr.eq(col_go & col_is_wr & ~col_pre_clash),
+            iss.act.eq(act_go),
+            iss.pre.eq(pre_go & ~act_go),
+            iss.act_banks.eq(Mux(act_go, banks_of(act_oh), 0)),
+            iss.pre_banks.eq(pre_first & ~act_go.replicate(nb)),
         ]
         return m

@@ -12,16 +12,15 @@ __all__ = ["WriteDataPath"]
 
 
 class WriteDataPath(wiring.Component):
-    """Holds each write burst from its WR decision until WR + CWL on the pins.
+    """Holds each write burst from its WR on the pins until WR + CWL.
 
-    Decision at cycle t (``wr``): the slot's data comes out of the queue memory at t + 1
-    (``wdata``/``wmask``) into a small FIFO, so the queue slot is free at once; the WR reaches the
-    pins at t + 1 (registered) and its data leaves the FIFO at t + 1 + CWL. Writes are at least
-    ``burst_cycles`` apart, so at most ``(CWL + 1) // burst_cycles + 1`` are in flight; the FIFO has
-    one entry more.
+    WR on the pins at cycle P (``wr``): the slot's data comes out of the queue memory at P + 1
+    (``wdata``/``wmask``) into a small FIFO and leaves it at P + CWL. Writes are at least
+    ``burst_cycles`` apart, so at most ``CWL // burst_cycles + 1`` are in flight; the FIFO has one
+    entry more. With CWL = 1 the data goes straight through.
 
     Ports:
-        wr: ``In(1)`` -- a WR is chosen this cycle.
+        wr: ``In(1)`` -- a WR is on the pins this cycle.
         wdata / wmask: ``In(burst_bytes * 8)`` / ``In(burst_bytes)`` -- its data, one cycle later.
         dram_wdata / dram_wmask / dram_wdata_valid: ``Out`` -- the burst on the pins at WR + CWL
             (``wmask`` bit i = 1 writes byte i).
@@ -47,18 +46,21 @@ class WriteDataPath(wiring.Component):
         cfg, t = self.config, self.config.timing
         m = Module()
         bw = cfg.burst_bytes * 8
-        depth = (t.CWL + 1) // t.burst_cycles + 2
-        m.submodules.wdata_fifo = wfifo = fifo.SyncFIFO(width=bw + cfg.burst_bytes, depth=depth)
-        strobe = [Signal(name=f"wr_issue_d{k + 1}") for k in range(t.CWL + 1)]
+        strobe = [Signal(name=f"wr_pins_d{k + 1}") for k in range(t.CWL)]
         m.d.sync += strobe[0].eq(self.wr)
-        for k in range(1, t.CWL + 1):
+        for k in range(1, t.CWL):
             m.d.sync += strobe[k].eq(strobe[k - 1])
+        m.d.comb += self.dram_wdata_valid.eq(strobe[-1])
+        if t.CWL == 1:
+            m.d.comb += [self.dram_wdata.eq(self.wdata), self.dram_wmask.eq(self.wmask)]
+            return m
+        depth = t.CWL // t.burst_cycles + 2
+        m.submodules.wdata_fifo = wfifo = fifo.SyncFIFO(width=bw + cfg.burst_bytes, depth=depth)
         m.d.comb += [
             wfifo.w_data.eq(Cat(self.wdata, self.wmask)),
             wfifo.w_en.eq(strobe[0]),
             wfifo.r_en.eq(strobe[-1]),
             self.dram_wdata.eq(wfifo.r_data[:bw]),
             self.dram_wmask.eq(wfifo.r_data[bw:]),
-            self.dram_wdata_valid.eq(strobe[-1]),
         ]
         return m

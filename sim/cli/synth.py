@@ -33,6 +33,7 @@ SYNTH_FILES = ("synth.json", "ooc_top.v", "yosys.log", "yosys_wrapper.log", "nex
 
 def add_parser(sub) -> None:
     """Add the ``synth`` subcommand to the ``mxu`` parser's subparsers ``sub``."""
+    from hw.hbm.config import TIMING_PRESETS
     from sim.synth import TARGETS
 
     targets = "; ".join(f"{t.name}: {t.board}, {t.part}" for t in TARGETS.values())
@@ -45,8 +46,10 @@ def add_parser(sub) -> None:
                                    f"Targets: {targets}. Exit status 2 for bad input and for a design that "
                                    "does not fit the part, 1 when a tool fails.")
     s.add_argument("--target", required=True, choices=list(TARGETS), help="FPGA target (part on a board)")
-    s.add_argument("--block", choices=["mxu", "pe", "mac"], default=None,
-                   help="block to synthesize (default: mxu)")
+    from sim.blocks import HBM_BLOCKS
+
+    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS], default=None,
+                   help="block to synthesize (default: mxu); " + "; ".join(f"{k}: {v}" for k, v in HBM_BLOCKS.items()))
     s.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
     s.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (default 8)")
     s.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16; a PE takes bf16 or int8)")
@@ -59,6 +62,13 @@ def add_parser(sub) -> None:
     s.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
                    help="MXU without out__ready (no clock enable to every register: the 8x8 bf16 array's "
                         "critical path with it; see the manual's FPGA pages)")
+    hbm = s.add_argument_group("HBM blocks (hbm, hbm-*)")
+    hbm.add_argument("--queue-depth", type=positive_arg, default=None,
+                     help="request queue slots per pseudo-channel, 1..256 (default 16)")
+    hbm.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=None,
+                     help="pseudo-channels of block hbm (default 2; the hbm-* parts serve one)")
+    hbm.add_argument("--hbm-timing", choices=sorted(TIMING_PRESETS), default=None,
+                     help="HBM2 timing set (default dramsim3_hbm2)")
     s.add_argument("--freq", type=freq_mhz_arg, default=None, metavar="MHZ",
                    help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
                         "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")
@@ -85,20 +95,19 @@ def run(args) -> int:
     from hw.generate import mxu_verilog
     from hw.mxu import MXUConfig
     from hw.pe import PE, PEConfig
-    from sim import runner, synth
+    from sim import synth
+    from sim.blocks import HBM_BLOCKS
 
+    if args.block in HBM_BLOCKS:
+        return _run_hbm(args)
+    for opt in ("queue_depth", "pseudo_channels", "hbm_timing"):
+        if getattr(args, opt) is not None:
+            raise UsageError(f"--{opt.replace('_', '-')} applies to the HBM blocks only (hbm, hbm-*)")
     params = generate_params(args, blocks=("mxu", "pe", "mac"))
     block = params.pop("block")
     name = args.name or block
     check_module_name(name, reserved=(synth.WRAPPER_TOP,))
     target = synth.TARGETS[args.target]
-    if args.widelut and target.family != "ecp5":
-        raise UsageError(f"--widelut applies to ECP5 targets only (PFUMX/L6MUX21); {args.target} has none")
-    files = [f"{name}.v", target.constraints, *SYNTH_FILES]
-    if args.synth_only:
-        files = [f for f in files if not f.startswith("nextpnr")]
-    check_out_dir(args.out, files)
-    check_build_dir()
     try:
         if block in ("mac", "pe"):
             for key in ("rows", "cols", "backpressure"):
@@ -113,17 +122,61 @@ def run(args) -> int:
     if block == "mxu":
         check_size(cfg.rows, cfg.cols, args, simulated=False)
 
+    if block == "mac":
+        factory = lambda: MAC(cfg)  # noqa: E731
+    elif block == "pe":
+        factory = lambda: PE(cfg)  # noqa: E731
+    else:
+        factory = lambda: mxu_verilog(cfg, name)  # noqa: E731
+    return _flow(args, factory, name, target, cfg, {"block": block, **dataclasses.asdict(cfg)})
+
+
+def _run_hbm(args) -> int:
+    """``mxu synth --block hbm|hbm-*``: the HBM controller or one of its parts."""
+    from hw.hbm.config import TIMING_PRESETS, HBMConfig
+    from sim import synth
+    from sim.blocks import hbm_block
+
+    for opt, flag in (("rows", "--rows"), ("cols", "--cols"), ("fmt", "--fmt"), ("subnormals", "--subnormals"),
+                      ("stages", "--stages"), ("backpressure", "--no-backpressure"), ("preset", "--preset"),
+                      ("config", "--config")):
+        if getattr(args, opt) is not None:
+            raise UsageError(f"{flag} does not apply to block {args.block}")
+    if args.pseudo_channels is not None and args.block != "hbm":
+        raise UsageError(f"--pseudo-channels applies to block hbm only; {args.block} serves one pseudo-channel")
+    name = args.name or args.block.replace("-", "_")
+    check_module_name(name, reserved=(synth.WRAPPER_TOP,))
+    options = {"pseudo_channels": args.pseudo_channels or (2 if args.block == "hbm" else 1)}
+    if args.queue_depth is not None:
+        options["queue_depth"] = args.queue_depth
+    if args.hbm_timing is not None:
+        options["timing"] = TIMING_PRESETS[args.hbm_timing]
+    try:
+        cfg = HBMConfig(**options)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    block = {"block": args.block, "pseudo_channels": cfg.pseudo_channels, "queue_depth": cfg.queue_depth,
+             "timing": args.hbm_timing or "dramsim3_hbm2"}
+    return _flow(args, hbm_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, block)
+
+
+def _flow(args, factory, name, target, cfg, block: dict) -> int:
+    """Generate ``factory()``'s Verilog as module ``name``, run the flow, write ``--out``, print."""
     from tqdm import tqdm
 
+    from sim import runner, synth
+
+    if args.widelut and target.family != "ecp5":
+        raise UsageError(f"--widelut applies to ECP5 targets only (PFUMX/L6MUX21); {args.target} has none")
+    files = [f"{name}.v", target.constraints, *SYNTH_FILES]
+    if args.synth_only:
+        files = [f for f in files if not f.startswith("nextpnr")]
+    check_out_dir(args.out, files)
+    check_build_dir()
     steps = tqdm(total=4 if not args.synth_only else 3, desc="mxu synth", unit="step", file=sys.stderr,
                  leave=False, disable=not progress_enabled())
     steps.set_postfix_str("generating Verilog")
-    if block == "mac":
-        verilog = runner.generate_verilog(lambda: MAC(cfg), name=name, key=cfg)
-    elif block == "pe":
-        verilog = runner.generate_verilog(lambda: PE(cfg), name=name, key=cfg)
-    else:
-        verilog = runner.generate_verilog(lambda: mxu_verilog(cfg, name), name=name, key=cfg)
+    verilog = runner.generate_verilog(factory, name=name, key=(block["block"], cfg))
     steps.update()
 
     flow_steps = []
@@ -144,7 +197,7 @@ def run(args) -> int:
     try:
         report = synth.run_flow(verilog, name, target, work, freq_mhz=args.freq, seed=args.seed,
                                 place=not args.synth_only, dsp=not args.no_dsp, widelut=args.widelut, progress=progress,
-                                block={"block": block, **dataclasses.asdict(cfg)})
+                                block=block)
         steps.update(steps.total - steps.n)
         steps.close()
         write_outputs(args.out, {f: work / f for f in files})
