@@ -112,8 +112,6 @@ class RequestQueue(wiring.Component):
 
         remaining = Signal(n, name="q_remaining")  # occupied after this cycle's column decision
         m.d.comb += remaining.eq(valid & ~self.retire)
-        on_pins = Signal(n, name="q_col_on_pins")  # the slot whose RD/WR is on the pins
-        m.d.comb += on_pins.eq(Mux(iss.rd | iss.wr, iss.col_grant, 0))
         same = Signal(n, name="in_same_addr")  # a queued request to the entering address, one a write
         for j in range(n):
             m.d.comb += same[j].eq((q.bank[j] == in_bank) & (q.row[j] == in_row) & (q.col[j] == in_col)
@@ -133,16 +131,13 @@ class RequestQueue(wiring.Component):
                 m.d.sync += [
                     q.write[i].eq(req.write), q.bank[i].eq(in_bank), q.row[i].eq(in_row),
                     q.col[i].eq(in_col), q.tag[i].eq(req.tag), age[i].eq(0),
-                    older[i].eq(valid), dep[i].eq(same & valid),
+                    older[i].eq(remaining), dep[i].eq(same & remaining),
                 ]
             with m.Else():
                 with m.If(valid[i] & (age[i] != cfg.age_cap_cycles)):
                     m.d.sync += age[i].eq(age[i] + 1)
-                # Retire the slot whose column command is on the pins from the matrices (column-wise
-                # clear). It left ``valid`` a cycle earlier, when it was chosen; every reader masks
-                # the matrices with ``valid``, and a slot chosen in cycle D is free for a new request
-                # from D + 1 on, when its column is cleared here: so the stale bits are never seen.
-                m.d.sync += [older[i].eq(older[i] & ~on_pins), dep[i].eq(dep[i] & ~on_pins)]
+                # retire finished slots from the matrices (column-wise clear)
+                m.d.sync += [older[i].eq(older[i] & remaining), dep[i].eq(dep[i] & remaining)]
         m.d.sync += [valid.eq(remaining | alloc), q.hit.eq(hit_next)]
 
         # ---------------------------------------------------------------- readiness, one cycle ahead
