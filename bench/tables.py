@@ -491,13 +491,13 @@ def fmax(d) -> Table:
         cp = s.get("critical_path") or {}
         rows.append(
             [
-                f"`{s['block']}`",
+                s["block"],
                 ", ".join(str(x) for x in sorted(s["seeds"])),
                 _n(s["median_mhz"]),
                 f"{_n(s['min_mhz'])} - {_n(s['max_mhz'])}",
                 *[_n(s[k]) for k in ("lut4", "ff", "carry", "dsp", "bram", "lutram")],
                 _n(cp.get("logic_levels")),
-                f"`{cp.get('from_cell', '-')}` -> `{cp.get('to_cell', '-')}`",
+                f"{cp.get('from_cell', '-')} -> {cp.get('to_cell', '-')}",
             ]
         )
     return Table(
