@@ -43,13 +43,15 @@ class _Counter:
             self.loads.append((cond, distance - 2))
 
     def elaborate(self, m: Module) -> None:
+        top = (1 << self.width) - 1  # compares against the largest value are left out (always true)
         nxt = Mux(self.value == 0, 0, self.value - 1)
         for cond, value in self.loads:  # at most one load per cycle: one command per bus and bank
-            nxt = Mux(cond & (self.value <= value), value, nxt)
+            nxt = Mux(cond & (self.value <= value) if value < top else cond, value, nxt)
         m.d.sync += self.value.eq(nxt)
         # not from nxt: from the register and the load conditions, to keep the path short
         pending = Cat(*(cond for cond, _ in self.loads)).any() if self.loads else 0
-        m.d.comb += self.ok_next.eq((self.value <= 1) & ~pending)
+        low = (self.value <= 1) if top > 1 else 1
+        m.d.comb += self.ok_next.eq(low & ~pending)
         m.d.sync += self.ok.eq(self.ok_next)
 
 
