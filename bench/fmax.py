@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from bench import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,16 +36,6 @@ BLOCKS: dict[str, dict] = {
     "hbm-read-path": {"pseudo_channels": 1, "queue_depth": 16},
     "hbm-write-path": {"pseudo_channels": 1, "queue_depth": 16},
 }
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def _verilog(block: str):
@@ -117,7 +108,7 @@ def main(argv=None) -> int:
         print(f"bench.fmax: unknown blocks {', '.join(unknown)}; choose from {', '.join(BLOCKS)}", file=sys.stderr)
         return 2
     seeds = [int(s) for s in args.seeds.split(",")]
-    commit = _git_commit()
+    commit = git_commit()
     t0 = time.perf_counter()
     for block in blocks:  # generate each block's Verilog once, before the workers share the cache
         _verilog(block)

@@ -13,7 +13,7 @@ system and the engine's control cost. Utilization is ``ideal / cycles``.
 Writes ``bench/results/gemm_bench.json`` (``--quick``: ``gemm_bench_quick.json``) and prints a
 markdown table. Usage::
 
-    .venv/bin/python bench/gemm_bench.py [--quick] [--arrays 8x8,16x16] [--sim verilator|icarus]
+    .venv/bin/python -m bench.gemm_bench [--quick] [--arrays 8x8,16x16] [--sim verilator|icarus]
         [--pseudo-channels 1|2|4] [--shapes MxKxN,...] [--a-buffer-kib KIB] [-o FILE]
 
 A Verilator build of the 16x16 engine takes well over 15 minutes of C++ on a busy 2-core machine;
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bench import git_commit
 from hw.engine import EngineConfig
 from sim.gemm import GemmJob, run_gemms
 from verif.cycles import engine_array_cycles, gemm_cycles, ideal_cycles, scalesim_ws_cycles
@@ -158,18 +158,6 @@ def perf_table(records) -> str:
     return "\n".join(lines)
 
 
-def _git_commit() -> str:
-    try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -223,7 +211,7 @@ def main(argv=None) -> int:
             p.error(f"--shapes: give shapes like 64x64x64,256x256x8, not {args.shapes!r}")
     out = args.out or ROOT / "bench" / "results" / ("gemm_bench_quick.json" if args.quick else "gemm_bench.json")
     t0 = time.perf_counter()
-    commit = _git_commit()  # before the run: the RTL is generated from the tree as it is now
+    commit = git_commit()  # before the run: the RTL is generated from the tree as it is now
     records = run(
         arrays,
         shapes,

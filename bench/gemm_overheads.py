@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from bench import git_commit
 from verif.golden import matmul, to_format
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,9 +95,7 @@ def main(argv: list[str]) -> int:
     for mode in modes:
         if mode not in runs:
             ap.error(f"MODE must be one of {', '.join(runs)}; got {mode!r}")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    commit = git_commit()
     results = {mode: {"commit": commit, **runs[mode]()} for mode in modes}
     data = json.loads(OUT.read_text()) if OUT.is_file() else {}  # read late: another mode may have run
     data.update(results)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.gemm_bench import SEED, _git_commit, _jobs
+from bench import git_commit
+from bench.gemm_bench import SEED, _jobs
 from hw.engine import EngineConfig
 from hw.hbm.controller import ColCmd, RowCmd
 from sim.gemm import run_gemms
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
     shape = _dims(args.shape, 3, "--shape")
     params = EngineConfig.from_options(rows=rows, cols=cols, pseudo_channels=args.pseudo_channels)
     job = _jobs([shape], np.random.default_rng(SEED))[0]
-    commit = _git_commit()
+    commit = git_commit()
     work = build_root() / "runs"
     work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work) as tmp:

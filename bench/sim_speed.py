@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import git_commit
 from hw.engine import EngineConfig
 from sim.gemm import GemmJob, run_gemms
 from sim.runner import build_root
@@ -136,9 +137,7 @@ def main(argv=None) -> int:
             rec = measure_demo(sim, memory) if args.demo else measure(sim, memory, sh, args.seed, args.cold, array)
             print(json.dumps(rec), flush=True)
             records.append(rec)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    commit = git_commit()
     if args.append and args.out.is_file():
         records = json.loads(args.out.read_text())["records"] + records
     args.out.parent.mkdir(parents=True, exist_ok=True)
