@@ -35,6 +35,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import check_int, check_pow2
 from .config import HBMConfig
 from .controller import PseudoChannelController, dram_signature
+from .interface import check_config
 
 __all__ = ["HBMController", "axi4_signature", "AXI_OKAY", "AXI_SLVERR", "AXI_INCR"]
 
@@ -78,8 +79,7 @@ class HBMController(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig, axi_ports: int = 1, id_bits: int = 4, rob_depth: int = 16):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
+        check_config(config)
         check_int("axi_ports", axi_ports, 1, 8)
         check_int("id_bits", id_bits, 1, 16)
         check_pow2("rob_depth", rob_depth, 2, 256)

@@ -21,7 +21,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
-from .interface import bank_status_signature, issue_layout
+from .interface import bank_status_signature, check_config, issue_layout
 
 __all__ = ["BankTiming"]
 
@@ -73,9 +73,7 @@ class BankTiming(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         super().__init__({
             "issue": In(issue_layout(config)),
             "status": Out(bank_status_signature(config)),

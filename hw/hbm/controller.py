@@ -54,7 +54,7 @@ from amaranth.lib.wiring import In, Out
 
 from .bank_timing import BankTiming
 from .config import HBMConfig
-from .interface import ColCmd, RowCmd, dram_signature, issue_layout, request_layout, response_layout
+from .interface import ColCmd, RowCmd, check_config, dram_signature, issue_layout, request_layout, response_layout
 from .read_path import ReadResponsePath, response_fifo_depth
 from .refresh import RefreshTimer
 from .request_queue import RequestQueue
@@ -84,9 +84,7 @@ class PseudoChannelController(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         super().__init__({
             "req": In(stream.Signature(request_layout(config))),
             "rsp": Out(stream.Signature(response_layout(config))),

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In
 
 from ..config import check_int, check_pow2
 from .config import HBMConfig
-from .interface import ColCmd, dram_signature
+from .interface import ColCmd, check_config, dram_signature
 
 __all__ = ["BRAMEmulator"]
 
@@ -40,8 +40,7 @@ class BRAMEmulator(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig, emulated_rows: int = 1):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
+        check_config(config)
         check_int("emulated_rows", emulated_rows, 1, config.rows)
         check_pow2("emulated_rows", emulated_rows, 1, config.rows)
         if config.timing.CL < 2:

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
 
-__all__ = ["ColCmd", "RowCmd", "bank_bits", "bank_status_signature", "dram_signature", "issue_layout",
+__all__ = ["ColCmd", "RowCmd", "bank_bits", "check_config", "bank_status_signature", "dram_signature", "issue_layout",
            "queue_view_signature", "request_layout", "response_layout"]
 
 
@@ -80,6 +80,17 @@ def dram_signature(config: HBMConfig) -> wiring.Signature:
         "rdata": In(w),
         "rdata_valid": In(1),
     })
+
+
+def check_config(config) -> HBMConfig:
+    """``config`` itself, after checking that it is an :class:`HBMConfig` (each controller part takes one).
+
+    Raises:
+        TypeError: ``config`` is not an :class:`HBMConfig`.
+    """
+    if not isinstance(config, HBMConfig):
+        raise TypeError(f"config must be an HBMConfig; got {config!r}")
+    return config
 
 
 def bank_bits(config: HBMConfig) -> int:

@@ -7,7 +7,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
-from .interface import response_layout
+from .interface import check_config, response_layout
 
 __all__ = ["ReadResponsePath", "response_fifo_depth"]
 
@@ -43,9 +43,7 @@ class ReadResponsePath(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         super().__init__({
             "rd": In(1), "wr": In(1), "tag": In(config.tag_bits),
             "rdata": In(config.burst_bytes * 8), "rdata_valid": In(1),

@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
+from .interface import check_config
 
 __all__ = ["RefreshTimer"]
 
@@ -34,9 +35,7 @@ class RefreshTimer(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         super().__init__({"ref_issued": In(1), "queue_empty": In(1), "draining": Out(1), "owed": Out(4)})
 
     def elaborate(self, platform):

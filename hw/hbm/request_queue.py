@@ -9,7 +9,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
-from .interface import bank_status_signature, issue_layout, queue_view_signature, request_layout
+from .interface import bank_status_signature, check_config, issue_layout, queue_view_signature, request_layout
 
 __all__ = ["RequestQueue"]
 
@@ -51,9 +51,7 @@ class RequestQueue(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         super().__init__({
             "req": In(stream.Signature(request_layout(config))),
             "issue": In(issue_layout(config)),

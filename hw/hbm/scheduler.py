@@ -7,7 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
-from .interface import bank_status_signature, issue_layout, queue_view_signature
+from .interface import bank_status_signature, check_config, issue_layout, queue_view_signature
 
 __all__ = ["CommandScheduler"]
 
@@ -55,9 +55,7 @@ class CommandScheduler(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         super().__init__({
             "queue": In(queue_view_signature(config)),
             "banks": In(bank_status_signature(config)),

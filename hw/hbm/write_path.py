@@ -7,6 +7,7 @@ from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import HBMConfig
+from .interface import check_config
 
 __all__ = ["WriteDataPath"]
 
@@ -33,9 +34,7 @@ class WriteDataPath(wiring.Component):
     """
 
     def __init__(self, config: HBMConfig):
-        if not isinstance(config, HBMConfig):
-            raise TypeError(f"config must be an HBMConfig; got {config!r}")
-        self.config = config
+        self.config = check_config(config)
         bw = config.burst_bytes * 8
         super().__init__({
             "wr": In(1), "wdata": In(bw), "wmask": In(config.burst_bytes),

@@ -49,7 +49,8 @@ def add_parser(sub) -> None:
     from sim.blocks import HBM_BLOCKS
 
     s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS], default=None,
-                   help="block to synthesize (default: mxu); " + "; ".join(f"{k}: {v}" for k, v in HBM_BLOCKS.items()))
+                   help="block to synthesize (default: mxu); "
+                        + "; ".join(f"{k}: {what}" for k, (_, what) in HBM_BLOCKS.items()))
     s.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
     s.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (default 8)")
     s.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16; a PE takes bf16 or int8)")
