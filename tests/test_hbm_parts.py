@@ -332,9 +332,12 @@ def test_scheduler_no_column_command_after_one():
     assert got == [(1, 0b100), (0, 0), (1, 0b100)]
 
 
-def test_write_path_cwl_and_back_to_back():
-    """Each WR's data leaves exactly CWL cycles after the WR on the pins, bursts back to back."""
-    dut = WriteDataPath(CFG)
+@pytest.mark.parametrize("cwl", [T.CWL, 1], ids=["fifo", "cwl1-straight-through"])
+def test_write_path_cwl_and_back_to_back(cwl):
+    """Each WR's data leaves exactly CWL cycles after the WR on the pins, bursts back to back (with
+    CWL = 1 the data goes straight from the queue memory to the pins)."""
+    t = replace(T, CWL=cwl, tRTW=T.CL + BC - cwl + 2)
+    dut = WriteDataPath(replace(CFG, timing=t))
     seen = []
 
     async def bench(ctx):
@@ -349,7 +352,7 @@ def test_write_path_cwl_and_back_to_back():
             await ctx.tick()
 
     _run(dut, bench)
-    assert seen == [(c + T.CWL, 0x100 + c, (c + 1) & 0xF) for c in (0, BC, 2 * BC, 10)]
+    assert seen == [(c + cwl, 0x100 + c, (c + 1) & 0xF) for c in (0, BC, 2 * BC, 10)]
 
 
 def test_read_path_credit_under_back_pressure(seed):
@@ -390,3 +393,36 @@ def test_read_path_credit_under_back_pressure(seed):
     assert len(issued) == 120
     assert got == [(t % (1 << CFG.tag_bits), 0xD000 + t) for t in issued]
     assert max(max_used) <= depth
+
+
+PARTS = [BankTiming, RefreshTimer, RequestQueue, CommandScheduler, WriteDataPath, ReadResponsePath]
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda c: c.__name__)
+def test_part_rejects_a_config_that_is_not_an_hbm_config(part):
+    with pytest.raises(TypeError, match=r"config must be an HBMConfig; got \{'queue_depth': 4\}"):
+        part({"queue_depth": 4})
+
+
+def test_every_synth_block_builds_its_component():
+    """``mxu synth --block hbm-*`` builds the named part, with the configuration given."""
+    from hw.hbm.axi import HBMController
+    from hw.hbm.controller import PseudoChannelController
+    from sim.blocks import HBM_BLOCKS, hbm_block
+
+    want = {
+        "hbm": HBMController,
+        "hbm-channel": PseudoChannelController,
+        "hbm-queue": RequestQueue,
+        "hbm-bank-timing": BankTiming,
+        "hbm-scheduler": CommandScheduler,
+        "hbm-refresh": RefreshTimer,
+        "hbm-read-path": ReadResponsePath,
+        "hbm-write-path": WriteDataPath,
+    }
+    assert sorted(HBM_BLOCKS) == sorted(want)
+    for name, cls in want.items():
+        made = hbm_block(name, CFG)()
+        assert type(made) is cls and made.config is CFG, name
+    with pytest.raises(ValueError, match="block must be one of hbm, hbm-channel, .*; got 'hbm-bus'"):
+        hbm_block("hbm-bus", CFG)

@@ -258,6 +258,19 @@ def test_hbm_part_placed_from_cli(tmp_path):
     )
 
 
+def test_abc9_crash_is_recognized_from_the_log(tmp_path):
+    """Only Yosys's ABC9 reintegration assertion makes the flow map a design with ABC instead."""
+    crash = (
+        "3.46.18.7. Executing ABC_OPS_REINTEGRATE pass (reintegrate ABC mapped design into module).\n"
+        "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed in rtlil.cc:3091.\n"
+    )
+    other = "3.46.18.7. Executing ABC_OPS_REINTEGRATE pass.\nERROR: Module `x' not found.\n"
+    for name, text, want in (("crash.log", crash, True), ("other.log", other, False)):
+        (tmp_path / name).write_text("x" * 10000 + text)
+        assert synth._abc9_reintegrate_crash(tmp_path / name) is want
+    assert synth._abc9_reintegrate_crash(tmp_path / "missing.log") is False
+
+
 def synth_cli_files():
     from sim.cli.synth import SYNTH_FILES
 
