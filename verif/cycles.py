@@ -242,7 +242,7 @@ def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> float:
 
 def engine_blocking(m: int, k: int, n: int, config) -> dict:
     """The GEMM engine's blocking of an M x K x N GEMM, computed exactly as the RTL does
-    (:mod:`hw.engine.engine`).
+    (:mod:`hw.engine.sequencer` and :mod:`hw.engine.descriptor`).
 
     Args:
         m, k, n: the GEMM, each 1 .. 2**20 - 1 with K at most ``config.max_k``.

@@ -43,10 +43,11 @@ class Trace:
 
     def cycle(self, c):
         e, d = self.dut.engine, self.dut
-        self.samples.append((c, int(e.mxu.act__valid.value), int(e.mxu.act__ready.value), int(e.s1_why.value),
+        acc = e.accumulator
+        self.samples.append((c, int(e.mxu.act__valid.value), int(e.mxu.act__ready.value), int(e.feeder.s1_why.value),
                              int(d.axi1__arvalid.value), int(d.mem_w__arready.value), int(d.mem_w__rvalid.value),
-                             int(d.axi0__arvalid.value), int(d.mem_a__rvalid.value), int(e.acc0_state.value),
-                             int(e.acc1_state.value), int(d.mem_c__rvalid.value),
+                             int(d.axi0__arvalid.value), int(d.mem_a__rvalid.value), int(acc.acc0_state.value),
+                             int(acc.acc1_state.value), int(d.mem_c__rvalid.value),
                              int(d.axi2__wvalid.value & d.mem_c__wready.value)))
 
     def save(self, path):

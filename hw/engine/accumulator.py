@@ -1,0 +1,123 @@
+"""The accumulator banks and the collector of the MXU's output beats."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .cursor import attach_cursor
+from .interface import AccState, EnginePart, Geometry, loop_control, seq_port_signature
+
+__all__ = ["Accumulator"]
+
+
+class Accumulator(EnginePart):
+    """Two banks of ``ACCD`` entries of C x 32 bits (ping-pong by group) and the collector that writes
+    every MXU output beat into them.
+
+    A bank goes FREE -> (LOADING ->) READY when the C0 loader starts a group in it, LOADING -> READY
+    when its C0 is stored, READY -> DONE with the group's last output beat, DONE (or READY) -> FREE
+    when the write-back has read its last row. ``wcount`` counts the output beats written into the
+    bank since the group started: the feeder's K-chain check (a beat of k-block >= 1 waits until the
+    output it continues is written) and the write-back's row check read it. The MXU's output stream
+    is always ready (the array is built without back-pressure). Entry (g, i) of a group is at
+    address g * mb + i.
+
+    Ports:
+        desc: In(descriptor_layout); go, prep: In(1).
+        seq: Out(seq_port_signature): the collector's m-block lookup.
+        out: In(stream.Signature(32 * C)): the MXU's output beats (``ready`` is 1).
+        c0_begin, c0_begin_bank, c0_done, c0_done_bank: In(1): from the C0 loader.
+        c0_valid, c0_bank: In(1), c0_addr: In, c0_data: In(32 * C), c0_lanes: In(C): a C0 beat.
+        wb_release, wb_release_bank: In(1): the write-back read the group's last row (strobe).
+        state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(D + 12, 2));
+        bank_busy: Out(2): the collector writes bank b this cycle (the C0 beat waits).
+        fd_addr, fd_en: In; fd_data: Out(ArrayLayout(32 * C, 2)): the feeder's read port (both banks).
+        wb_addr, wb_en: In; wb_data: Out(ArrayLayout(32 * C, 2)): the write-back's read port.
+
+    Raises:
+        TypeError: ``config`` is not an EngineConfig.
+    """
+
+    def members(self, g: Geometry) -> dict:
+        entry = 32 * g.C
+        abits = range(g.ACCD + 1)
+        return {
+            **loop_control(g, run=False), "seq": Out(seq_port_signature(g)),
+            "out": In(stream.Signature(entry)),
+            "c0_begin": In(1), "c0_begin_bank": In(1), "c0_done": In(1), "c0_done_bank": In(1),
+            "c0_valid": In(1), "c0_bank": In(1), "c0_addr": In(abits), "c0_data": In(entry), "c0_lanes": In(g.C),
+            "wb_release": In(1), "wb_release_bank": In(1),
+            "state": Out(data.ArrayLayout(AccState, 2)), "wcount": Out(data.ArrayLayout(g.D + 12, 2)),
+            "bank_busy": Out(2),
+            "fd_addr": In(abits), "fd_en": In(1), "fd_data": Out(data.ArrayLayout(entry, 2)),
+            "wb_addr": In(abits), "wb_en": In(1), "wb_data": Out(data.ArrayLayout(entry, 2)),
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        g, d = self.geom, self.desc
+        C, D = g.C, g.D
+        co = attach_cursor(m, "cursor", self, self.seq)
+        state = [Signal(AccState, name=f"acc{b}_state") for b in range(2)]
+        wcount = [Signal(D + 12, name=f"acc{b}_wcount") for b in range(2)]
+        for b in range(2):
+            m.d.comb += [self.state[b].eq(state[b]), self.wcount[b].eq(wcount[b])]
+
+        # ---- collector: output beat -> (k-block, n-block of the group, row)
+        o_kb = Signal(D)
+        o_g = Signal(D)
+        o_i = Signal(range(g.m_block + 1))
+        o_addr = Signal(range(g.ACCD + 1))
+        o_bank = Signal()
+        with m.If(self.go):
+            m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0)]
+        beat = self.out.valid
+        m.d.comb += [self.out.ready.eq(1), self.bank_busy.eq(Mux(beat, 1 << o_bank, 0))]
+        group_end = (o_i + 1 == co.mb) & (o_g + 1 == co.gc) & (o_kb + 1 == d.kb)
+        with m.If(beat):
+            with m.If(o_i + 1 != co.mb):
+                m.d.sync += [o_i.eq(o_i + 1), o_addr.eq(o_addr + 1)]
+            with m.Else():
+                m.d.sync += o_i.eq(0)
+                with m.If(o_g + 1 != co.gc):
+                    m.d.sync += [o_g.eq(o_g + 1), o_addr.eq(o_addr + 1)]
+                with m.Elif(o_kb + 1 != d.kb):
+                    m.d.sync += [o_g.eq(0), o_kb.eq(o_kb + 1), o_addr.eq(0)]
+                with m.Else():
+                    m.d.sync += [o_g.eq(0), o_kb.eq(0), o_addr.eq(0), o_bank.eq(~o_bank)]
+                    m.d.comb += co.next_group.eq(1)
+
+        # ---- banks: one write port (the collector, or the C0 loader: never the same bank at once)
+        for b in range(2):
+            m.submodules[f"bank{b}"] = mem = Memory(shape=32 * C, depth=g.ACCD, init=[])
+            wp = mem.write_port(granularity=32)
+            fd, wb = mem.read_port(), mem.read_port()
+            col_hit = beat & (o_bank == b)
+            c0_hit = self.c0_valid & (self.c0_bank == b)
+            m.d.comb += [
+                wp.addr.eq(Mux(col_hit, o_addr, self.c0_addr)),
+                wp.data.eq(Mux(col_hit, self.out.payload, self.c0_data)),
+                wp.en.eq(Mux(col_hit, Const((1 << C) - 1, C), Mux(c0_hit, self.c0_lanes, 0))),
+                fd.addr.eq(self.fd_addr), fd.en.eq(self.fd_en), self.fd_data[b].eq(fd.data),
+                wb.addr.eq(self.wb_addr), wb.en.eq(self.wb_en), self.wb_data[b].eq(wb.data),
+            ]
+
+        # ---- bank states
+        for b in range(2):
+            with m.If(self.go):
+                m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0)]
+            with m.Else():
+                with m.If(self.c0_begin & (self.c0_begin_bank == b)):
+                    m.d.sync += state[b].eq(Mux(d.load_c, AccState.LOADING, AccState.READY))
+                with m.If(self.c0_done & (self.c0_done_bank == b)):
+                    m.d.sync += state[b].eq(AccState.READY)
+                with m.If(beat & (o_bank == b)):
+                    m.d.sync += wcount[b].eq(wcount[b] + 1)
+                    with m.If(group_end):
+                        m.d.sync += state[b].eq(AccState.DONE)
+                with m.If(self.wb_release & (self.wb_release_bank == b)):
+                    m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0)]
+        return m

@@ -1,0 +1,86 @@
+"""A loop's position in the m-block / group order of a GEMM."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .interface import EnginePart, Geometry, seq_port_signature
+
+__all__ = ["BlockCursor"]
+
+
+class BlockCursor(EnginePart):
+    """One loop's position: its m-block (an index into the sequencer's table) and its group of
+    n-blocks within the m-block.
+
+    A block's groups take ``gb`` n-blocks each (``G``, or fewer for a long block: the table's ``need``
+    unless the block is ``small``), the last group what is left of ``nb`` n-blocks.
+
+    Ports:
+        seq: Out(:func:`~hw.engine.interface.seq_port_signature`): to the sequencer (``counted`` is
+            driven from the ``counted`` input).
+        g: In, n-blocks per group (descriptor ``g``); nb: In, n-blocks of the GEMM (descriptor ``nb``).
+        prep: In(1), strobe: back to block 0 (with the sequencer's ``prep``).
+        go: In(1), strobe: first group, ``fin`` cleared (the loops start).
+        counted: In(1): the loop holds the sequencer back.
+        next_group: In(1), strobe: the loop finished its group (next group or m-block; ``fin`` after
+            the last group of the last m-block).
+        next_mblock: In(1), strobe: the loop finished its m-block (``fin`` after the last m-block).
+        mb: Out, rows of the m-block; nb0: Out, first n-block of the group; gc: Out, n-blocks in the
+            group; last_mblock, last_group: Out(1); ok: Out(1), the m-block is in the table; fin:
+            Out(1), the loop is done with the GEMM. A step taken in the cycle of ``prep`` or ``go``
+            wins over them.
+
+    Raises:
+        TypeError: ``config`` is not an EngineConfig.
+    """
+
+    def members(self, g: Geometry) -> dict:
+        return {
+            "seq": Out(seq_port_signature(g)), "g": In(range(g.ACCD + 1)), "nb": In(g.D),
+            "prep": In(1), "go": In(1), "counted": In(1), "next_group": In(1), "next_mblock": In(1),
+            "mb": Out(range(g.m_block + 1)), "nb0": Out(g.D), "gc": Out(range(g.ACCD + 1)),
+            "last_mblock": Out(1), "last_group": Out(1), "ok": Out(1), "fin": Out(1),
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        g, s = self.geom, self.seq
+        idx = Signal(g.SQB)
+        nb0 = Signal(g.D)
+        remn = Signal(g.D)                 # n-blocks from nb0 to the end
+        fin = Signal()
+        gb = Mux(s.small | (self.g <= s.need), self.g, s.need)
+        m.d.comb += [
+            s.idx.eq(idx), s.counted.eq(self.counted),
+            self.mb.eq(s.mb), self.last_mblock.eq(s.last), self.ok.eq(s.ok), self.nb0.eq(nb0), self.fin.eq(fin),
+            self.gc.eq(Mux(remn < gb, remn, gb)), self.last_group.eq(remn <= gb),
+        ]
+        with m.If(self.prep):
+            m.d.sync += idx.eq(0)
+        with m.If(self.go):
+            m.d.sync += [nb0.eq(0), remn.eq(self.nb), fin.eq(0)]
+        new_mblock = [idx.eq(idx + 1), nb0.eq(0), remn.eq(self.nb)]
+        with m.If(self.next_mblock):
+            m.d.sync += [*new_mblock, fin.eq(self.last_mblock)]
+        with m.If(self.next_group):
+            with m.If(self.last_group):
+                m.d.sync += new_mblock
+            with m.Else():
+                m.d.sync += [nb0.eq(nb0 + self.gc), remn.eq(remn - self.gc)]
+            m.d.sync += fin.eq(self.last_group & self.last_mblock)
+        return m
+
+
+def attach_cursor(m, name: str, component, seq, counted=1) -> BlockCursor:
+    """Add a :class:`BlockCursor` named ``name`` to module ``m`` for a loop of ``component`` (an engine
+    component with ``config``, ``desc``, ``prep`` and ``go`` ports), its ``seq`` port forwarded to
+    the component's port ``seq``; returns it."""
+    m.submodules[name] = cur = BlockCursor(component.config)
+    wiring.connect(m, wiring.flipped(seq), cur.seq)
+    d = component.desc
+    m.d.comb += [cur.g.eq(d.g), cur.nb.eq(d.nb), cur.prep.eq(component.prep), cur.go.eq(component.go),
+                 cur.counted.eq(counted)]
+    return cur

@@ -1,0 +1,148 @@
+"""The feeder: activation beats {a, c, swap} from the A banks and the accumulator to the MXU."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+
+from .config import BEAT_BYTES
+from .cursor import attach_cursor
+from .interface import AccState, EnginePart, Geometry, Why, lg, loop_control, seq_port_signature
+
+__all__ = ["Feeder"]
+
+
+class Feeder(EnginePart):
+    """Offer the MXU one activation beat per cycle: for each m-block, group, k-block kb, n-block of the
+    group and row i, the row's chunk of A (k in [kb*R, kb*R + R), elements with k >= K fed as -0 for
+    floats, 0 for int8) and the partial sums it continues (the accumulator entry, or +0 in k-block 0
+    without C0), with ``swap`` on the tile's first row.
+
+    A beat waits until its A chunk is stored (the bank ``full``, or the bank being stored has
+    ``progress`` past the chunk's beats), its accumulator bank is READY (or, in k-block 0 while the
+    bank's C0 loads, the C0 row is stored) and, for kb >= 1, the output it continues has been written
+    back (``wcount``). Two stages: the position and the buffer reads (addresses registered in the
+    memories), then the beat with its operand selection.
+
+    Ports:
+        desc: In(descriptor_layout); run, go, prep: In(1).
+        seq: Out(seq_port_signature): the feeder's m-block lookup.
+        a_full: In(2), a_store_bank: In(1), a_progress: In(D): from the A loader.
+        a_rd_addr: Out(lg(ABUF_DEPTH) + 1), a_rd_en: Out(1), a_rd_data: In(NSUB * 256): A bank read.
+        acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks;
+        c0_bank: In(1), c0_row: In: where the C0 loader's store side is.
+        acc_rd_addr: Out, acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)): accumulator read.
+        act: Out(stream.Signature(R * w + 32 * C + 1)): the beat ``Cat(a, c, swap)`` (the MXU's
+            activation stream).
+        release: Out(1), release_bank: Out(1): the feeder is done with an A bank (strobe).
+        why: Out(:class:`~hw.engine.interface.Why`): why no beat was offered, registered with the beat.
+
+    Raises:
+        TypeError: ``config`` is not an EngineConfig.
+    """
+
+    def members(self, g: Geometry) -> dict:
+        entry = 32 * g.C
+        return {
+            **loop_control(g),
+            "seq": Out(seq_port_signature(g)),
+            "a_full": In(2), "a_store_bank": In(1), "a_progress": In(g.D),
+            "a_rd_addr": Out(lg(g.ABUF_DEPTH) + 1), "a_rd_en": Out(1), "a_rd_data": In(g.NSUB * BEAT_BYTES * 8),
+            "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
+            "c0_bank": In(1), "c0_row": In(range(g.m_block + 1)),
+            "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
+            "act": Out(stream.Signature(g.R * g.w + entry + 1)),
+            "release": Out(1), "release_bank": Out(1), "why": Out(Why),
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        g, d = self.geom, self.desc
+        R, w, D, NSUB, CPW = g.R, g.w, g.D, g.NSUB, g.CPW
+        lgNSUB, lgCPW = lg(NSUB), lg(CPW)
+        fd = attach_cursor(m, "cursor", self, self.seq)
+        f_kb = Signal(D)
+        f_k0 = Signal(D + 9)
+        f_g = Signal(D)
+        f_i = Signal(range(g.m_block + 1))
+        f_arow = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr
+        f_caddr = Signal(range(g.ACCD + 1))         # g * mb + i
+        f_q1 = Signal(D + 12)                       # beats issued in this group after k-block 0
+        f_abank = Signal()
+        f_cbank = Signal()
+        with m.If(self.go):
+            m.d.sync += [f_kb.eq(0), f_k0.eq(0), f_g.eq(0), f_i.eq(0), f_arow.eq(0), f_caddr.eq(0),
+                         f_q1.eq(0), f_abank.eq(0), f_cbank.eq(0)]
+        f_state = self.acc_state[f_cbank]
+        f_w = self.wcount[f_cbank]
+        # A ready: the bank is full, or (read in passes) every row's beats up to the ones holding
+        # k-block f_kb have been stored
+        f_need = ((f_kb >> lgCPW) << lgNSUB) + NSUB
+        a_ok = self.a_full.bit_select(f_abank, 1) | ((self.a_store_bank == f_abank) & (self.a_progress >= f_need))
+        # accumulator ready: loaded, or (k-block 0 of a group loading its C0, rows in order) the
+        # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
+        acc_ok = ((f_state == AccState.READY)
+                  | ((f_kb == 0) & (f_state == AccState.LOADING) & (self.c0_bank == f_cbank) & (self.c0_row > f_i)))
+        ok = Signal()
+        m.d.comb += ok.eq(self.run & fd.ok & ~fd.fin & a_ok & acc_ok & ((f_kb == 0) | (f_w > f_q1)))
+
+        # stage 1: the beat being offered
+        s1_valid = Signal()
+        s1_swap = Signal()
+        s1_zero_c = Signal()
+        s1_cbank = Signal()
+        s1_part = Signal(max(1, lgCPW))
+        s1_lim = Signal(range(R + 1))           # elements of this chunk with k < K
+        s1_why = Signal(Why)
+        load = Signal()
+        m.d.comb += load.eq(~s1_valid | self.act.ready)
+        with m.If(load):
+            m.d.sync += s1_valid.eq(ok)
+        word = f_arow + (f_kb >> lgCPW)
+        m.d.comb += [self.a_rd_addr.eq(Cat(word[:lg(g.ABUF_DEPTH)], f_abank)), self.a_rd_en.eq(load),
+                     self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
+        f_rem = d.k - f_k0
+        group_end = (f_i + 1 == fd.mb) & (f_g + 1 == fd.gc) & (f_kb + 1 == d.kb)
+        fire = load & ok
+        with m.If(fire):
+            m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq((f_kb == 0) & ~d.load_c), s1_cbank.eq(f_cbank),
+                         s1_lim.eq(Mux(f_rem < R, f_rem, R))]
+            if CPW > 1:
+                m.d.sync += s1_part.eq(f_kb[:lgCPW])
+            with m.If(f_kb != 0):
+                m.d.sync += f_q1.eq(f_q1 + 1)
+            with m.If(f_i + 1 != fd.mb):
+                m.d.sync += [f_i.eq(f_i + 1), f_arow.eq(f_arow + d.wpr), f_caddr.eq(f_caddr + 1)]
+            with m.Else():
+                m.d.sync += [f_i.eq(0), f_arow.eq(0)]
+                with m.If(f_g + 1 != fd.gc):
+                    m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1)]
+                with m.Elif(f_kb + 1 != d.kb):
+                    m.d.sync += [f_g.eq(0), f_kb.eq(f_kb + 1), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
+                with m.Else():
+                    m.d.sync += [f_g.eq(0), f_kb.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
+                    m.d.comb += fd.next_group.eq(1)
+                    with m.If(fd.last_group):
+                        m.d.sync += f_abank.eq(~f_abank)
+        m.d.comb += [self.release.eq(fire & group_end & fd.last_group), self.release_bank.eq(f_abank)]
+
+        # the reason for an empty cycle, registered with the stage (so it lines up with the cycle)
+        why = Mux(~self.run, Why.SETUP, Mux(fd.fin, Why.DRAIN, Mux(~a_ok, Why.A, Mux(~acc_ok, Why.ACC, Why.DEP))))
+        with m.If(load):
+            m.d.sync += s1_why.eq(why)
+        m.d.comb += self.why.eq(s1_why)
+
+        # the beat: the chunk of A (padding k >= K), the partial sums (or +0)
+        a_raw = self.a_rd_data
+        if CPW > 1:
+            a_chunk = Const(0, R * w)
+            for p_ in range(CPW):
+                a_chunk = Mux(s1_part == p_, a_raw[p_ * R * w:(p_ + 1) * R * w], a_chunk)
+        else:
+            a_chunk = a_raw[:R * w]
+        a_pad = 0 if g.is_int8 else (1 << (w - 1))   # -0
+        a_vec = Cat(*(Mux(r < s1_lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
+        c_vec = Mux(s1_zero_c, 0, Mux(s1_cbank, self.acc_rd_data[1], self.acc_rd_data[0]))
+        m.d.comb += [self.act.valid.eq(s1_valid), self.act.payload.eq(Cat(a_vec, c_vec, s1_swap))]
+        return m

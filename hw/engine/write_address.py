@@ -1,0 +1,93 @@
+"""The write-back's address side: one AXI4 write transfer per result row segment."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from .config import BEAT_BYTES
+from .cursor import attach_cursor
+from .dma import BurstSplitter
+from .interface import EnginePart, Geometry, ar_signature, lg, loop_control, seq_port_signature
+
+__all__ = ["WriteAddress", "row_segment"]
+
+
+def row_segment(cur, d, lgC):
+    """Bytes [start, end) of a group's result row segment: columns nb0*C .. min((nb0 + gc)*C, N) at
+    2 (bf16) or 4 bytes each (``cur``: a :class:`~hw.engine.cursor.BlockCursor`; ``d``: the
+    descriptor)."""
+    ob_out = Mux(d.out_bf16, 2, 4)
+    end_col = (cur.nb0 + cur.gc) << lgC
+    return (cur.nb0 << lgC) * ob_out, Mux(end_col < d.n, end_col, d.n) * ob_out
+
+
+class WriteAddress(EnginePart):
+    """Issue the result's write bursts: for each m-block, group and row, the row segment's beats as
+    INCR bursts (split at 256 beats and 4 KiB). Addresses need no data, so this side runs ahead of the
+    data (the memory holds each burst until its W beats come); each burst's AWLEN goes into an 8-deep
+    FIFO that the data side reads to place WLAST, and AW waits while that FIFO is full.
+
+    Ports:
+        desc: In(descriptor_layout); run, go, prep: In(1).
+        seq: Out(seq_port_signature): this side's m-block lookup.
+        aw: Out(ar_signature): write bursts (``mem_c`` AW).
+        wlen: Out(stream.Signature(8)): AWLEN of each burst issued, in order.
+        b: In(1): a write response taken this cycle.
+        idle: Out(1): every row is issued and every burst's response is in.
+
+    Raises:
+        TypeError: ``config`` is not an EngineConfig.
+    """
+
+    def members(self, g: Geometry) -> dict:
+        return {
+            **loop_control(g),
+            "seq": Out(seq_port_signature(g)), "aw": Out(ar_signature(g)), "wlen": Out(stream.Signature(8)),
+            "b": In(1), "idle": Out(1),
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        g, d = self.geom, self.desc
+        BB, D = BEAT_BYTES, g.D
+        cur = attach_cursor(m, "cursor", self, self.seq)
+        m.submodules.split = sp = BurstSplitter(g.A32, BB)
+        m.submodules.wlen = wlen = SyncFIFOBuffered(width=8, depth=8)
+        i = Signal(range(g.m_block + 1))
+        row = Signal(g.A32 + D + 9)
+        mrow = Signal(g.A32 + D + 9)
+        with m.If(self.go):
+            m.d.sync += [i.eq(0), row.eq(d.d_base), mrow.eq(d.d_base)]
+        start, end = row_segment(cur, d, lg(g.C))
+        first = start >> lg(BB)
+        lastb = (end - 1) >> lg(BB)
+        m.d.comb += [sp.cmd.valid.eq(self.run & cur.ok & ~cur.fin), sp.cmd.payload.addr.eq(row + (first << lg(BB))),
+                     sp.cmd.payload.beats.eq(lastb - first + 1)]
+        with m.If(sp.cmd.valid & sp.cmd.ready):
+            with m.If(i + 1 != cur.mb):
+                m.d.sync += [i.eq(i + 1), row.eq(row + d.d_stride)]
+            with m.Else():
+                m.d.sync += i.eq(0)
+                m.d.comb += cur.next_group.eq(1)
+                nxt = row + d.d_stride         # = m0's row + mb * stride (no multiplier)
+                m.d.sync += [mrow.eq(Mux(cur.last_group, nxt, mrow)), row.eq(Mux(cur.last_group, nxt, mrow))]
+        m.d.comb += [
+            self.aw.payload.eq(sp.ax.payload), self.aw.valid.eq(sp.ax.valid & wlen.w_rdy),
+            sp.ax.ready.eq(self.aw.ready & wlen.w_rdy),
+            wlen.w_data.eq(sp.ax.payload.len), wlen.w_en.eq(self.aw.valid & self.aw.ready),
+            self.wlen.valid.eq(wlen.r_rdy), self.wlen.payload.eq(wlen.r_data), wlen.r_en.eq(self.wlen.ready),
+        ]
+        aw_count = Signal(32)
+        b_count = Signal(32)
+        with m.If(self.go):
+            m.d.sync += [aw_count.eq(0), b_count.eq(0)]
+        with m.Else():
+            with m.If(self.aw.valid & self.aw.ready):
+                m.d.sync += aw_count.eq(aw_count + 1)
+            with m.If(self.b):
+                m.d.sync += b_count.eq(b_count + 1)
+        m.d.comb += self.idle.eq(cur.fin & (b_count == aw_count))
+        return m

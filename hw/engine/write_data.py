@@ -1,0 +1,176 @@
+"""The write-back's data side: finished accumulator rows, converted, as AXI4 write beats."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from .config import BEAT_BYTES
+from .cursor import attach_cursor
+from .interface import AccState, EnginePart, Geometry, lg, loop_control, seq_port_signature
+from .write_address import row_segment
+
+__all__ = ["WriteData", "w_layout"]
+
+
+def w_layout() -> data.StructLayout:
+    """AXI4 write-data beat: ``data`` (256 bits), ``strb`` (32 bits, byte i = data bits 8i..8i+7),
+    ``last`` (WLAST)."""
+    return data.StructLayout({"data": BEAT_BYTES * 8, "strb": BEAT_BYTES, "last": 1})
+
+
+def _to_bf16(x):
+    """fp32 -> bf16, RNE (IEEE 754-2019 §4.3.1), NaN -> canonical quiet NaN 0x7FC0."""
+    nan = (x[23:31] == 0xFF) & (x[:23] != 0)
+    return Mux(nan, 0x7FC0, (x + 0x7FFF + x[16])[16:32])
+
+
+class WriteData(EnginePart):
+    """Read each finished result row from its accumulator bank and write it: fp32 / int32 entries as
+    they are, or (FLAGS.OUT_BF16) rounded once to bf16, in pieces of at most 32 B packed into beats
+    whose WSTRB covers exactly the columns < N of the group's segment.
+
+    A row may be written once its last entry holds its final value: the bank is DONE, or READY with
+    enough output beats written (during the group's last k-block pass, the row's last entry is output
+    number (KB * Gc - 1) * mb + i + 1; the base is computed in two registered steps after each group
+    change, and the write-back holds for those two cycles). Two stages (accumulator read; convert and
+    pack) feed a 16-beat FIFO; W beats leave when the beat and its burst's AWLEN are both there.
+
+    Ports:
+        desc: In(descriptor_layout); run, go, prep: In(1).
+        seq: Out(seq_port_signature): this side's m-block lookup.
+        acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks.
+        rd_addr: Out, rd_en: Out(1), rd_data: In(ArrayLayout(32 * C, 2)): accumulator read port.
+        release: Out(1), release_bank: Out(1): the group's last row is read (strobe).
+        wlen: In(stream.Signature(8)): AWLEN of the bursts, in order (from the address side).
+        w: Out(stream.Signature(w_layout())): write beats (``mem_c`` W).
+        idle: Out(1): every row is read and every beat has left.
+
+    Raises:
+        TypeError: ``config`` is not an EngineConfig.
+    """
+
+    def members(self, g: Geometry) -> dict:
+        return {
+            **loop_control(g),
+            "seq": Out(seq_port_signature(g)),
+            "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
+            "rd_addr": Out(range(g.ACCD + 1)), "rd_en": Out(1), "rd_data": In(data.ArrayLayout(32 * g.C, 2)),
+            "release": Out(1), "release_bank": Out(1),
+            "wlen": In(stream.Signature(8)), "w": Out(stream.Signature(w_layout())), "idle": Out(1),
+        }
+
+    def elaborate(self, platform):  # noqa: C901 (one pipeline, written out)
+        m = Module()
+        g, d = self.geom, self.desc
+        C, D, BB, WB, lgC = g.C, g.D, BEAT_BYTES, BEAT_BYTES * 8, lg(g.C)
+        wd = attach_cursor(m, "cursor", self, self.seq)
+        ob_out = Mux(d.out_bf16, 2, 4)
+        x_i = Signal(range(g.m_block + 1))
+        x_off = Signal(D + 12)         # byte offset of the piece in the row
+        x_bank = Signal()
+        x_addr = Signal(range(g.ACCD + 1))  # g * mb + i of the piece's entry
+        x_q = Signal(range(8 * C // BB + 2))
+        xs, xe = row_segment(wd, d, lgC)
+        PB = Mux(d.out_bf16, min(C * 2, BB), min(C * 4, BB))     # piece bytes
+        PPE = Mux(d.out_bf16, max(1, C * 2 // BB), max(1, C * 4 // BB))  # pieces per entry
+        WFD = 16
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=WB + BB, depth=WFD)
+        x_go = Signal()
+        # (KB * Gc - 1) * mb changes only with the group: two registered steps (the products were the
+        # board top's critical path, 104 logic levels on ECP5); x_settle holds the write-back for
+        # those two cycles after every group change (Gc and mb change at edge E0, x_gc_mb is new
+        # after E1, x_fbase after E2)
+        x_gc_mb = Signal(D + 12)
+        x_fbase = Signal(D + 12)
+        x_settle = Signal(2, init=2)
+        m.d.sync += [x_gc_mb.eq(d.kb * wd.gc), x_fbase.eq((x_gc_mb - 1) * wd.mb)]
+        with m.If(x_settle != 0):
+            m.d.sync += x_settle.eq(x_settle - 1)
+        x_final = Signal(D + 12)
+        m.d.comb += x_final.eq(x_fbase + x_i + 1)
+        x_state = self.acc_state[x_bank]
+        row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & (self.wcount[x_bank] >= x_final))
+        m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & (fifo.level <= WFD - 3) & (x_settle == 0))
+        last_piece = x_off + PB >= xe
+        closes = last_piece | (((x_off + PB) & (BB - 1)) == 0)
+        x_vb = Mux(PB < xe - x_off, PB, xe - x_off)
+        group_end = last_piece & (x_i + 1 == wd.mb)
+        m.d.comb += [self.rd_addr.eq(x_addr), self.rd_en.eq(x_go),
+                     self.release.eq(x_go & group_end), self.release_bank.eq(x_bank)]
+        # stage B registers
+        y_valid = Signal()
+        y_bank = Signal()
+        y_q = Signal.like(x_q)
+        y_pos = Signal(range(BB))
+        y_vb = Signal(range(BB + 1))
+        y_closes = Signal()
+        m.d.sync += y_valid.eq(x_go)
+        with m.If(x_go):
+            m.d.sync += [y_bank.eq(x_bank), y_q.eq(x_q), y_pos.eq(x_off[:lg(BB)]), y_vb.eq(x_vb), y_closes.eq(closes)]
+            with m.If(last_piece):
+                # next row (or next group)
+                m.d.sync += x_q.eq(0)
+                with m.If(x_i + 1 != wd.mb):
+                    m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs)]
+                with m.Else():
+                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(2)]
+                    m.d.comb += wd.next_group.eq(1)
+                    nxt_nb0 = Mux(wd.last_group, 0, wd.nb0 + wd.gc)
+                    m.d.sync += x_off.eq((nxt_nb0 << lgC) * ob_out)
+            with m.Else():
+                m.d.sync += x_off.eq(x_off + PB)
+                with m.If(x_q + 1 == PPE):
+                    m.d.sync += [x_q.eq(0), x_addr.eq(x_addr + wd.mb)]
+                with m.Else():
+                    m.d.sync += x_q.eq(x_q + 1)
+        with m.If(self.go):
+            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(2)]
+
+        # stage B: convert, select the piece, pack it into the beat
+        entry = Mux(y_bank, self.rd_data[1], self.rd_data[0])
+        if g.is_int8:
+            p16 = Const(0, WB)
+        else:
+            conv = Cat(*(_to_bf16(entry[32 * c:32 * c + 32]) for c in range(C)))
+            p16 = conv
+            if C * 2 > BB:
+                p16 = Const(0, WB)
+                for q in range(C * 2 // BB):
+                    p16 = Mux(y_q == q, conv[q * WB:(q + 1) * WB], p16)
+        p32 = entry
+        if C * 4 > BB:
+            p32 = Const(0, WB)
+            for q in range(C * 4 // BB):
+                p32 = Mux(y_q == q, entry[q * WB:(q + 1) * WB], p32)
+        piece = Signal(WB)
+        m.d.comb += piece.eq(Mux(d.out_bf16, p16, p32))
+        asm_d = Signal(WB)
+        asm_s = Signal(BB)
+        shifted = Signal(WB)
+        strb = Signal(BB)
+        m.d.comb += [shifted.eq(piece << (y_pos * 8)), strb.eq((((Const(1, BB + 1) << y_vb) - 1) << y_pos)[:BB])]
+        m.d.comb += [fifo.w_data.eq(Cat(asm_d | shifted, asm_s | strb)), fifo.w_en.eq(y_valid & y_closes)]
+        with m.If(y_valid):
+            with m.If(y_closes):
+                m.d.sync += [asm_d.eq(0), asm_s.eq(0)]
+            with m.Else():
+                m.d.sync += [asm_d.eq(asm_d | shifted), asm_s.eq(asm_s | strb)]
+
+        # W channel: a beat leaves when its burst's AWLEN is known (WLAST)
+        w_cnt = Signal(8)
+        w = self.w
+        m.d.comb += [
+            w.valid.eq(fifo.r_rdy & self.wlen.valid),
+            w.payload.data.eq(fifo.r_data[:WB]), w.payload.strb.eq(fifo.r_data[WB:]),
+            w.payload.last.eq(w_cnt == self.wlen.payload),
+            fifo.r_en.eq(w.valid & w.ready), self.wlen.ready.eq(w.valid & w.ready & w.payload.last),
+        ]
+        with m.If(w.valid & w.ready):
+            m.d.sync += w_cnt.eq(Mux(w.payload.last, 0, w_cnt + 1))
+        with m.If(self.go):
+            m.d.sync += w_cnt.eq(0)
+        m.d.comb += self.idle.eq(wd.fin & ~fifo.r_rdy & ~y_valid)
+        return m

@@ -1,0 +1,380 @@
+# amaranth: UnusedElaboratable=no
+"""The GEMM engine's components, each against its own contract in Amaranth's simulator.
+
+The whole engine is tested against a Python AXI4 memory in ``test_engine.py`` and on the HBM
+controller in ``test_gemm_top.py``; here the parts are driven with the descriptor unit and the
+m-block sequencer in front of them (the registers a host writes), so a bug is found where it sits:
+the sequencer's blocks and groups against :func:`verif.cycles.engine_blocking`, the A loader's bursts
+and the words it stores, the write-back's bursts, byte enables and bf16 rounding, each under random
+back-pressure on its streams.
+"""
+
+from __future__ import annotations
+
+import random
+
+import ml_dtypes
+import numpy as np
+import pytest
+from amaranth.hdl import Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from hw.engine import EngineConfig
+from hw.engine.a_loader import ALoader
+from hw.engine.accumulator import Accumulator
+from hw.engine.c0_loader import C0Loader
+from hw.engine.cursor import BlockCursor
+from hw.engine.descriptor import DescriptorUnit
+from hw.engine.feeder import Feeder
+from hw.engine.interface import AccState
+from hw.engine.sequencer import BlockSequencer
+from hw.engine.weight_loader import WeightLoader
+from hw.engine.write_address import WriteAddress
+from hw.engine.write_data import WriteData
+from hw.hbm.config import HBMConfig
+from hw.mxu import MXUConfig
+from verif.cycles import engine_blocking
+
+HBM1 = HBMConfig(pseudo_channels=1)
+
+
+class _Front(Elaboratable):
+    """The descriptor unit and the sequencer in front of ``parts`` (engine components), their
+    sequencer ports in ``seq_ports`` (a list of the parts' ``seq*`` members)."""
+
+    def __init__(self, cfg, parts, seq_ports):
+        self.du = DescriptorUnit(cfg)
+        self.seq = BlockSequencer(cfg, len(seq_ports))
+        self.parts, self.seq_ports = parts, seq_ports
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.du, m.submodules.seq = du, seq = self.du, self.seq
+        m.d.comb += [seq.desc.eq(du.desc), seq.prep.eq(du.prep)]
+        for j, p in enumerate(self.parts):
+            m.submodules[f"part{j}"] = p
+            m.d.comb += [p.prep.eq(du.prep), p.go.eq(du.go)]
+            if hasattr(p, "desc"):
+                m.d.comb += p.desc.eq(du.desc)
+            if hasattr(p, "run"):
+                m.d.comb += p.run.eq(du.run)
+            if isinstance(p, BlockCursor):
+                m.d.comb += [p.g.eq(du.desc.g), p.nb.eq(du.desc.nb), p.counted.eq(1)]
+        for j, port in enumerate(self.seq_ports):
+            wiring.connect(m, port, getattr(seq, f"port{j}"))
+        return m
+
+
+def _stride(x: int) -> int:
+    return -(-x // 32) * 32
+
+
+def _descriptor(cfg, m, k, n, *, out_bf16=False):
+    """Register values of a GEMM laid out from address 0x1000: A, B, D one after another."""
+    ob = cfg.operand_bytes
+    sa, sb, sd = _stride(k * ob), _stride(n * ob), _stride(n * (2 if out_bf16 else 4))
+    a = 0x1000
+    b = a + m * sa
+    d = _stride(b + k * sb)
+    return {
+        "M": m,
+        "K": k,
+        "N": n,
+        "FLAGS": 2 * out_bf16,
+        "A_BASE": a,
+        "A_STRIDE": sa,
+        "B_BASE": b,
+        "B_STRIDE": sb,
+        "C_BASE": 0,
+        "C_STRIDE": 0,
+        "D_BASE": d,
+        "D_STRIDE": sd,
+    }
+
+
+async def _start(ctx, du, regs):
+    for name, v in regs.items():
+        ctx.set(getattr(du, f"reg_{name}"), v)
+    ctx.set(du.start, 1)
+    await ctx.tick()
+    ctx.set(du.start, 0)
+
+
+def _run(dut, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+# (rows, cols, fmt, m_block, a_buffer_bytes, acc_entries, M, K, N): long and short blocks, ramps,
+# the look-ahead, more blocks than the sequencer's table holds, groups smaller than the n-blocks
+BLOCKINGS = [
+    (4, 4, "bf16", 16, 512, 64, 62, 64, 4),
+    (4, 4, "bf16", 16, 512, 64, 150, 8, 40),
+    (8, 1, "bf16", 32, 4096, 32, 100, 40, 1),
+    (2, 2, "int8", 8, 256, 16, 77, 5, 9),
+    (16, 16, "bf16", 128, 32768, 512, 256, 256, 256),
+]
+
+
+@pytest.mark.parametrize("case", BLOCKINGS, ids=[f"{c[0]}x{c[1]}-{c[2]}-{c[6]}x{c[7]}x{c[8]}" for c in BLOCKINGS])
+def test_sequencer_blocks_and_groups_follow_the_blocking_rule(case, seed):
+    """A cursor stepping its groups at random moments (the table fills only as far as it is allowed
+    to) sees exactly the m-blocks and group sizes of ``verif.cycles.engine_blocking``; the descriptor
+    unit's ``mbmax`` and ``g`` are the model's ``mb_max`` and ``g``."""
+    print(f"seed {seed}")
+    rows, cols, fmt, mblock, abuf, acc, m, k, n = case
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=mblock, a_buffer_bytes=abuf, acc_entries=acc
+    )
+    model = engine_blocking(m, k, n, cfg)
+    nb = -(-n // cols)
+    want = []
+    for mb, gb in zip(model["m_blocks"], model["block_g"]):
+        want += [(mb, nb0, min(gb, nb - nb0)) for nb0 in range(0, nb, gb)]
+    cur = BlockCursor(cfg)
+    dut = _Front(cfg, [cur], [cur.seq])
+    rng = random.Random(seed)
+    got = []
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, _descriptor(cfg, m, k, n))
+        while not ctx.get(dut.du.run):
+            await ctx.tick()
+        assert (ctx.get(dut.du.desc.mbmax), ctx.get(dut.du.desc.g)) == (model["mb_max"], model["g"])
+        for _ in range(20 * len(want) + 100):
+            step = ctx.get(cur.ok) and not ctx.get(cur.fin) and rng.random() < 0.5
+            if step:
+                got.append((ctx.get(cur.mb), ctx.get(cur.nb0), ctx.get(cur.gc)))
+            ctx.set(cur.next_group, step)
+            await ctx.tick()
+            if ctx.get(cur.fin):
+                break
+        assert ctx.get(cur.fin)
+
+    _run(dut, bench)
+    assert got == want
+
+
+def _a_passes(cfg, blocks, m, k, a_base, a_stride):
+    """The A loader's reads, beat by beat: per m-block, passes of 2 * NSUB beats of every row."""
+    nsub = max(1, cfg.mxu.rows * cfg.operand_bytes // 32)
+    rb, q = -(-k * cfg.operand_bytes // 32), 2 * nsub
+    out, m0 = [], 0
+    for mb in blocks:
+        for pb in range(0, rb, q):
+            for i in range(m0, m0 + mb):
+                out += [a_base + i * a_stride + 32 * b for b in range(pb, min(pb + q, rb))]
+        m0 += mb
+    return out
+
+
+@pytest.mark.parametrize("rows,fmt,m,k", [(8, "bf16", 100, 40), (16, "bf16", 20, 100), (4, "int8", 30, 70)])
+def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, seed):
+    """Every AR burst of the A loader is one row's part of a pass (random AR ready, random gaps on R);
+    when a bank is ``full``, each word the feeder's read port returns is the row's bytes of A, and the
+    bank is only reused after the feeder releases it."""
+    print(f"seed {seed}")
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=1, fmt=fmt), hbm=HBM1, m_block=32, acc_entries=32, a_buffer_bytes=4096
+    )
+    regs = _descriptor(cfg, m, k, 1)
+    blocks = engine_blocking(m, k, 1, cfg)["m_blocks"]
+    al = ALoader(cfg)
+    dut = _Front(cfg, [al], [al.seq_read, al.seq_store])
+    rng = random.Random(seed)
+    mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
+    nsub = max(1, rows * cfg.operand_bytes // 32)
+    rb = -(-k * cfg.operand_bytes // 32)
+    kb, cpw = -(-k // rows), max(1, 32 // (rows * cfg.operand_bytes))
+    wpr = -(-kb // cpw)  # A words per row
+    depth = 4096 // (32 * nsub)  # words per bank
+    beats, pending = [], []
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, regs)
+        m0, bank = 0, 0
+        for mb in blocks:
+            for _ in range(20000):
+                if ctx.get(al.full) >> bank & 1:
+                    break
+                ctx.set(al.ar.ready, rng.random() < 0.7)
+                r_ok = bool(pending) and rng.random() < 0.6
+                ctx.set(al.r.valid, r_ok)
+                if r_ok:
+                    ctx.set(al.r.payload.data, int.from_bytes(mem[pending[0] : pending[0] + 32].tobytes(), "little"))
+                if ctx.get(al.ar.valid) and ctx.get(al.ar.ready):
+                    a, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
+                    assert a // 4096 == (a + 32 * (ln + 1) - 1) // 4096, "burst crosses 4 KiB"
+                    beats.extend(a + 32 * i for i in range(ln + 1))
+                    pending.extend(a + 32 * i for i in range(ln + 1))
+                await ctx.tick()
+                if r_ok:
+                    pending.pop(0)
+            ctx.set(al.r.valid, 0)
+            ctx.set(al.ar.ready, 0)
+            for i in range(mb):
+                for wi in range(-(-rb // nsub)):
+                    ctx.set(al.rd_addr, bank * depth + i * wpr + wi)
+                    ctx.set(al.rd_en, 1)
+                    await ctx.tick()
+                    ctx.set(al.rd_en, 0)
+                    word = ctx.get(al.rd_data).to_bytes(32 * nsub, "little")
+                    row = regs["A_BASE"] + (m0 + i) * regs["A_STRIDE"]
+                    n_bytes = 32 * min(nsub, rb - wi * nsub)
+                    lo = row + wi * nsub * 32
+                    assert word[:n_bytes] == mem[lo : lo + n_bytes].tobytes(), f"block row {m0 + i} word {wi}"
+            ctx.set(al.release, 1)
+            ctx.set(al.release_bank, bank)
+            await ctx.tick()
+            ctx.set(al.release, 0)
+            assert not ctx.get(al.full) >> bank & 1
+            m0, bank = m0 + mb, bank ^ 1
+
+    _run(dut, bench)
+    assert beats == _a_passes(cfg, blocks, m, k, regs["A_BASE"], regs["A_STRIDE"])
+
+
+def _bf16_rne(x: np.ndarray) -> np.ndarray:
+    """fp32 -> bf16 bits, RNE, NaN as the canonical quiet NaN 0x7FC0."""
+    with np.errstate(invalid="ignore"):  # the NaN is replaced
+        return np.where(np.isnan(x), np.uint16(0x7FC0), x.astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+@pytest.mark.parametrize(
+    "cols,out_bf16",
+    [(2, False), (4, True), (16, True), (16, False)],
+    ids=["2cols-fp32", "4cols-bf16", "16cols-bf16", "16cols-fp32"],
+)
+def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, seed):
+    """The write-back (address and data sides) writes every finished accumulator entry to its place
+    in D, converted once to bf16 (RNE) when asked, with WSTRB covering exactly the columns < N: the
+    bytes written are exactly D's, under random AW/W ready and B delays."""
+    print(f"seed {seed}")
+    cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=cols), hbm=HBM1, m_block=8, acc_entries=32, a_buffer_bytes=256)
+    m, k, n = 21, 3, 3 * cols + 1
+    regs = _descriptor(cfg, m, k, n, out_bf16=out_bf16)
+    model = engine_blocking(m, k, n, cfg)
+    wa, wd = WriteAddress(cfg), WriteData(cfg)
+    dut = _Front(cfg, [wa, wd], [wa.seq, wd.seq])
+
+    class Top(Elaboratable):
+        def elaborate(self, platform):
+            mod = Module()
+            mod.submodules.front = dut
+            wiring.connect(mod, wa.wlen, wd.wlen)
+            return mod
+
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    result = (nrng.standard_normal((m, n)) * 1e3).astype(np.float32)
+    # RNE corners: ties to even (down and up), just below and above a tie, the largest finite
+    # (rounds to inf), a subnormal tie, inf, NaN (canonical 0x7FC0 in bf16)
+    corners = [
+        0x3F808000,
+        0x3F818000,
+        0x3F807FFF,
+        0x3F808001,
+        0xBF818000,
+        0x7F7FFFFF,
+        0x00008000,
+        0x7F800000,
+        0x7F800001,
+    ]
+    result.view(np.uint32).reshape(-1)[: len(corners)] = corners
+    # the groups in write-back order, bank 0, 1, 0, ...: (m0, mb, nb0, gc)
+    groups, m0 = [], 0
+    nb = -(-n // cols)
+    for mb, gb in zip(model["m_blocks"], model["block_g"]):
+        groups += [(m0, mb, nb0, min(gb, nb - nb0)) for nb0 in range(0, nb, gb)]
+        m0 += mb
+    padded = np.zeros((m, nb * cols), np.float32)
+    padded[:, :n] = result
+
+    def bank_image(q):
+        m0, mb, nb0, gc = groups[q]
+        img = {}
+        for g in range(gc):
+            for i in range(mb):
+                lanes = padded[m0 + i, (nb0 + g) * cols : (nb0 + g + 1) * cols]
+                img[g * mb + i] = int.from_bytes(lanes.tobytes(), "little")
+        return img
+
+    written: dict[int, int] = {}
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, regs)
+        banks = [bank_image(0), bank_image(1) if len(groups) > 1 else {}]
+        loaded = [0, 1]
+        for b in range(2):
+            ctx.set(wd.acc_state[b], AccState.DONE if loaded[b] < len(groups) else AccState.FREE)
+        aws, b_due = [], []
+        for cycle in range(50000):
+            ctx.set(wa.aw.ready, rng.random() < 0.6)
+            ctx.set(wd.w.ready, bool(aws) and rng.random() < 0.6)
+            ctx.set(wa.b, bool(b_due) and b_due[0] <= cycle)
+            rd = ctx.get(wd.rd_en), ctx.get(wd.rd_addr)
+            rel = ctx.get(wd.release), ctx.get(wd.release_bank)
+            if ctx.get(wa.b):
+                b_due.pop(0)
+            if ctx.get(wa.aw.valid) and ctx.get(wa.aw.ready):
+                aws.append([ctx.get(wa.aw.payload.addr), ctx.get(wa.aw.payload.len) + 1])
+            if ctx.get(wd.w.valid) and ctx.get(wd.w.ready):
+                addr, left = aws[0]
+                data = ctx.get(wd.w.payload.data).to_bytes(32, "little")
+                strb = ctx.get(wd.w.payload.strb)
+                assert ctx.get(wd.w.payload.last) == (left == 1)
+                for i in range(32):
+                    if strb >> i & 1:
+                        assert addr + i not in written, f"byte 0x{addr + i:x} written twice"
+                        written[addr + i] = data[i]
+                aws[0] = [addr + 32, left - 1]
+                if left == 1:
+                    aws.pop(0)
+                    b_due.append(cycle + rng.randrange(1, 6))
+            if ctx.get(wa.idle) and ctx.get(wd.idle):
+                break
+            await ctx.tick()
+            for b in range(2):
+                if rd[0]:
+                    ctx.set(wd.rd_data[b], banks[b].get(rd[1], 0))
+            if rel[0]:
+                b = rel[1]
+                loaded[b] += 2
+                banks[b] = bank_image(loaded[b]) if loaded[b] < len(groups) else {}
+                ctx.set(wd.acc_state[b], AccState.DONE if loaded[b] < len(groups) else AccState.FREE)
+        assert ctx.get(wa.idle) and ctx.get(wd.idle), "write-back did not finish"
+
+    _run(Top(), bench)
+    out = _bf16_rne(result) if out_bf16 else result.view(np.uint32)
+    raw = out.view(np.uint8).reshape(m, -1)
+    want = {regs["D_BASE"] + i * regs["D_STRIDE"] + j: int(raw[i, j]) for i in range(m) for j in range(raw.shape[1])}
+    assert sorted(written) == sorted(want), "bytes written are not exactly D's"
+    assert written == want
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        DescriptorUnit,
+        ALoader,
+        WeightLoader,
+        C0Loader,
+        Accumulator,
+        Feeder,
+        WriteAddress,
+        WriteData,
+        BlockCursor,
+        lambda c: BlockSequencer(c, 1),
+    ],
+)
+def test_part_rejects_a_config_that_is_not_an_engine_config(part):
+    with pytest.raises(TypeError, match="config must be an EngineConfig; got MXUConfig"):
+        part(MXUConfig())
+
+
+def test_sequencer_ports_must_be_positive():
+    with pytest.raises(ValueError, match="ports must be an integer >= 1; got 0"):
+        BlockSequencer(EngineConfig(), 0)
