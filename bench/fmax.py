@@ -6,10 +6,10 @@ the same out-of-context wrapper). Per record: the achieved Fmax, the critical pa
 cell, delay, logic levels) and the block's Yosys cells (LUT4, FF, carry, DSP, block RAM, LUT RAM).
 The table in the manual quotes the median Fmax of the seeds.
 
-Writes ``bench/results/fmax.json``. Usage::
+Writes ``bench/results/fmax.json`` (``--merge``: keeps the records of the blocks not run). Usage::
 
-    .venv/bin/python -m bench.fmax [--blocks hbm-channel,hbm-queue,...] [--seeds 1,2,3]
-        [--target ecp5-85k] [--freq 100] [--jobs 2] [-o FILE]
+    .venv/bin/python -m bench.fmax [--blocks hbm-channel,engine-feeder,gemm-top-4x4-bf16,...]
+        [--seeds 1,2,3] [--target ecp5-85k] [--freq 100] [--jobs 2] [--merge] [-o FILE]
 """
 
 from __future__ import annotations
@@ -26,26 +26,65 @@ from bench import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: block -> HBMConfig options (the HBM parts serve one pseudo-channel of the default geometry)
-BLOCKS: dict[str, dict] = {
-    "hbm-channel": {"pseudo_channels": 1, "queue_depth": 16},
-    "hbm-queue": {"pseudo_channels": 1, "queue_depth": 16},
-    "hbm-scheduler": {"pseudo_channels": 1, "queue_depth": 16},
-    "hbm-bank-timing": {"pseudo_channels": 1, "queue_depth": 16},
-    "hbm-refresh": {"pseudo_channels": 1, "queue_depth": 16},
-    "hbm-read-path": {"pseudo_channels": 1, "queue_depth": 16},
-    "hbm-write-path": {"pseudo_channels": 1, "queue_depth": 16},
+_HBM = {"pseudo_channels": 1, "queue_depth": 16}
+#: the engine's parts on the 8x8 int8 engine (one pseudo-channel's address width)
+_ENGINE = {"rows": 8, "cols": 8, "fmt": "int8", "pseudo_channels": 2}
+#: record name -> (``mxu synth`` block, options): HBMConfig options for the HBM parts (one
+#: pseudo-channel of the default geometry), ``EngineConfig.from_options`` for the engine blocks,
+#: MXUConfig fields for ``mxu``
+BLOCKS: dict[str, tuple[str, dict]] = {
+    "hbm-channel": ("hbm-channel", _HBM),
+    "hbm-queue": ("hbm-queue", _HBM),
+    "hbm-scheduler": ("hbm-scheduler", _HBM),
+    "hbm-bank-timing": ("hbm-bank-timing", _HBM),
+    "hbm-refresh": ("hbm-refresh", _HBM),
+    "hbm-read-path": ("hbm-read-path", _HBM),
+    "hbm-write-path": ("hbm-write-path", _HBM),
+    "mxu-8x8-int8": ("mxu", {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False}),
+    "engine-8x8-int8": ("engine", _ENGINE),
+    "gemm-top-8x8-int8": ("gemm-top", {**_ENGINE, "queue_depth": 16}),
+    "gemm-top-4x4-bf16": ("gemm-top", {"rows": 4, "cols": 4, "fmt": "bf16", "pseudo_channels": 2, "queue_depth": 16}),
+    **{
+        b: (b, _ENGINE)
+        for b in (
+            "engine-descriptor",
+            "engine-sequencer",
+            "engine-a-loader",
+            "engine-weight-loader",
+            "engine-c0-loader",
+            "engine-accumulator",
+            "engine-feeder",
+            "engine-write-address",
+            "engine-write-data",
+            "engine-perf",
+        )
+    },
 }
 
 
-def _verilog(block: str):
-    from hw.hbm.config import HBMConfig
-    from sim.blocks import hbm_block
+def _verilog(record: str):
+    from sim.blocks import ENGINE_BLOCKS, engine_block, hbm_block
     from sim.runner import generate_verilog
 
-    cfg = HBMConfig(**BLOCKS[block])
+    block, options = BLOCKS[record]
     name = block.replace("-", "_")
-    return generate_verilog(hbm_block(block, cfg), name=name, key=(block, cfg)), name
+    if block == "mxu":
+        from hw.generate import mxu_verilog
+        from hw.mxu import MXUConfig
+
+        cfg = MXUConfig(**options)
+        factory = lambda: mxu_verilog(cfg, name)  # noqa: E731
+    elif block in ENGINE_BLOCKS:
+        from hw.engine import EngineConfig
+
+        cfg = EngineConfig.from_options(**options)
+        factory = engine_block(block, cfg, name)
+    else:
+        from hw.hbm.config import HBMConfig
+
+        cfg = HBMConfig(**options)
+        factory = hbm_block(block, cfg)
+    return generate_verilog(factory, name=name, key=(block, cfg)), name
 
 
 def run_one(block: str, seed: int, target: str, freq: float) -> dict:
@@ -60,7 +99,7 @@ def run_one(block: str, seed: int, target: str, freq: float) -> dict:
     cells = rep["cells"]["block"]
     return {
         "block": block,
-        "config": BLOCKS[block],
+        "config": {"block": BLOCKS[block][0], **BLOCKS[block][1]},
         "target": target,
         "seed": seed,
         "requested_mhz": freq,
@@ -100,6 +139,7 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default="ecp5-85k", help="mxu synth target (default ecp5-85k)")
     ap.add_argument("--freq", type=float, default=100.0, help="requested clock, MHz (default 100)")
     ap.add_argument("--jobs", type=int, default=2, help="placements in parallel (default 2)")
+    ap.add_argument("--merge", action="store_true", help="keep the records of other blocks already in the file")
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "fmax.json")
     args = ap.parse_args(argv)
     blocks = args.blocks.split(",")
@@ -117,9 +157,12 @@ def main(argv=None) -> int:
         futures = [pool.submit(run_one, b, s, args.target, args.freq) for b, s in jobs]
         records = []
         for f in futures:
-            rec = f.result()
+            rec = {**f.result(), "git_commit": commit}
             print(json.dumps({k: rec[k] for k in ("block", "seed", "achieved_mhz", "lut4", "ff")}), flush=True)
             records.append(rec)
+    if args.merge and args.out.exists():
+        kept = [r for r in json.loads(args.out.read_text())["records"] if r["block"] not in blocks]
+        records = kept + records
     result = {
         "benchmark": "fmax",
         "git_commit": commit,

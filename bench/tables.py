@@ -483,11 +483,14 @@ def sim_speed_demo(d) -> Table:
     )
 
 
-def fmax(d) -> Table:
+def fmax(d, hbm: bool | None = None) -> Table:
     """Per component (``bench/fmax.py``): median Fmax of the placement seeds, range, Yosys cells and
-    the critical path of the median seed."""
+    the critical path of the median seed; ``hbm``: only the HBM blocks (True) or only the others
+    (False)."""
     rows = []
     for s in d["summary"]:
+        if hbm is not None and s["block"].startswith("hbm") != hbm:
+            continue
         cp = s.get("critical_path") or {}
         rows.append(
             [
@@ -542,6 +545,8 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "sim_speed": (sim_speed, False),
     "sim_speed_demo": (sim_speed_demo, False),
     "fmax": (fmax, False),
+    "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
+    "fmax_system": (lambda d: fmax(d, hbm=False), False),
 }
 
 

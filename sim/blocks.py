@@ -1,8 +1,10 @@
 """The blocks ``mxu synth`` can take out of context, beyond the MXU, PE and MAC: the HBM controller
-and each of its parts.
+and each of its parts; the GEMM engine, each of its parts, the GEMM top and the board top.
 
-Each entry builds one Amaranth component from an :class:`~hw.hbm.config.HBMConfig`; the Verilog
-module carries the block's name with ``-`` as ``_``.
+Each HBM entry builds one Amaranth component from an :class:`~hw.hbm.config.HBMConfig`, each engine
+entry one from an :class:`~hw.engine.EngineConfig` (the board top from a
+:class:`~hw.board.BoardConfig` around it); the Verilog module carries the block's name with ``-`` as
+``_``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-__all__ = ["HBM_BLOCKS", "hbm_block"]
+__all__ = ["ENGINE_BLOCKS", "HBM_BLOCKS", "engine_block", "hbm_block"]
 
 #: block name -> (module:class under hw.hbm, what it is for --help). The classes are imported only
 #: when a block is built, so the command line starts without Amaranth.
@@ -41,3 +43,45 @@ def hbm_block(name: str, config) -> Callable[[], object]:
     module, cls = HBM_BLOCKS[name][0].split(":")
     component = getattr(importlib.import_module(f"hw.hbm.{module}"), cls)
     return lambda: component(config)
+
+
+#: block name -> (module:callable, what it is for --help). The callable takes the engine configuration
+#: (``hw.generate`` functions also the module name and return Verilog text: the designs with an MXU,
+#: whose PE and row modules they add).
+ENGINE_BLOCKS: dict[str, tuple[str, str]] = {
+    "engine": ("hw.generate:engine_verilog", "GEMM engine: registers, loaders, MXU, accumulators, write-back"),
+    "gemm-top": ("hw.generate:gemm_top_verilog", "GEMM top: the engine on the HBM controller"),
+    "board": ("hw.generate:board_top_verilog", "board top: engine, controller, block-RAM memory, UART bridge"),
+    "engine-descriptor": ("hw.engine.descriptor:DescriptorUnit", "the engine's descriptor latch and checks (FSM)"),
+    "engine-sequencer": ("hw.engine.sequencer:BlockSequencer", "the engine's m-block sequencer (10 loop ports)"),
+    "engine-a-loader": ("hw.engine.a_loader:ALoader", "the engine's A loader with its two A banks"),
+    "engine-weight-loader": ("hw.engine.weight_loader:WeightLoader", "the engine's weight loader and FIFO"),
+    "engine-c0-loader": ("hw.engine.c0_loader:C0Loader", "the engine's initial-C loader"),
+    "engine-accumulator": ("hw.engine.accumulator:Accumulator", "the engine's accumulator banks and collector"),
+    "engine-feeder": ("hw.engine.feeder:Feeder", "the engine's activation feeder"),
+    "engine-write-address": ("hw.engine.write_address:WriteAddress", "the engine's write-back address side"),
+    "engine-write-data": ("hw.engine.write_data:WriteData", "the engine's write-back data side (bf16 RNE)"),
+    "engine-perf": ("hw.engine.perf:PerfCounters", "the engine's performance counters"),
+}
+
+
+def engine_block(name: str, config, module_name: str | None = None) -> Callable[[], object]:
+    """A factory of the engine block ``name`` (a key of :data:`ENGINE_BLOCKS`) for ``config`` (an
+    :class:`~hw.engine.EngineConfig`; for ``board`` a :class:`~hw.board.BoardConfig`), whose Verilog
+    module is ``module_name`` (default: the block name with ``-`` as ``_``).
+
+    Raises:
+        ValueError: unknown block name.
+    """
+    if name not in ENGINE_BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(ENGINE_BLOCKS)}; got {name!r}")
+    module, attr = ENGINE_BLOCKS[name][0].split(":")
+    make = getattr(importlib.import_module(module), attr)
+    module_name = module_name or name.replace("-", "_")
+    if module == "hw.generate":
+        return lambda: make(config, module_name)
+    if name == "engine-sequencer":
+        return lambda: make(config, 10)
+    if name == "engine-perf":
+        return make
+    return lambda: make(config)

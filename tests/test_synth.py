@@ -258,6 +258,17 @@ def test_hbm_part_placed_from_cli(tmp_path):
     )
 
 
+def test_engine_part_placed_from_cli(tmp_path):
+    """Synthesis smoke test of one engine part, placed and timed in seconds: the performance
+    counters (six 32-bit counters) on the ECP5-85k."""
+    r = run(["synth", "--target", "ecp5-85k", "--block", "engine-perf", "--json", "-o", "perf"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["top"] == "engine_perf" and rep["placed"] and rep["block"]["block"] == "engine-perf"
+    assert rep["cells"]["block"]["ff"] == 6 * 32 and rep["cells"]["block"]["dsp"] == 0
+    assert rep["fmax"][0]["achieved_mhz"] > 100
+
+
 def test_abc9_crash_is_recognized_from_the_log(tmp_path):
     """Only Yosys's ABC9 reintegration assertion makes the flow map a design with ABC instead."""
     crash = (
@@ -290,8 +301,25 @@ def synth_cli_files():
         ),
         (
             ["synth", "--target", "ecp5-85k", "--queue-depth", "4", "-o", "o"],
-            "--queue-depth applies to the HBM blocks only",
+            "--queue-depth applies to the HBM blocks (hbm, hbm-*), gemm-top and board only",
         ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "engine-feeder", "--pseudo-channels", "2", "-o", "o"],
+            "--pseudo-channels applies to blocks hbm, gemm-top and board; not engine-feeder",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "engine", "--queue-depth", "8", "-o", "o"],
+            "--queue-depth applies to the HBM blocks, gemm-top and board; not engine",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "engine", "--no-backpressure", "-o", "o"],
+            "--no-backpressure does not apply to block engine",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "gemm-top", "--hbm-timing", "dramsim3_hbm2", "-o", "o"],
+            "--hbm-timing does not apply to block gemm-top",
+        ),
+        (["synth", "--target", "ecp5-85k", "--block", "engine-a-loader", "--rows", "3", "-o", "o"], "rows must be"),
         (
             ["synth", "--target", "ecp5-85k", "--block", "hbm-queue", "--queue-depth", "300", "-o", "o"],
             "queue_depth must be an integer from 1 to 256; got 300",

@@ -18,6 +18,7 @@ from .options import (
     add_size_limit_option,
     check_module_name,
     check_size,
+    engine_params,
     freq_mhz_arg,
     generate_params,
     out_dir_arg,
@@ -46,9 +47,9 @@ def add_parser(sub) -> None:
                                    f"Targets: {targets}. Exit status 2 for bad input and for a design that "
                                    "does not fit the part, 1 when a tool fails.")
     s.add_argument("--target", required=True, choices=list(TARGETS), help="FPGA target (part on a board)")
-    from sim.blocks import HBM_BLOCKS
+    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS
 
-    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS], default=None,
+    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS, *ENGINE_BLOCKS], default=None,
                    help="block to synthesize (default: mxu); "
                         + "; ".join(f"{k}: {what}" for k, (_, what) in HBM_BLOCKS.items()))
     s.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
@@ -67,7 +68,8 @@ def add_parser(sub) -> None:
     hbm.add_argument("--queue-depth", type=positive_arg, default=None,
                      help="request queue slots per pseudo-channel, 1..256 (default 16)")
     hbm.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=None,
-                     help="pseudo-channels of block hbm (default 2; the hbm-* parts serve one)")
+                     help="pseudo-channels of block hbm (default 2; the hbm-* parts serve one), gemm-top and "
+                          "board (default 2)")
     hbm.add_argument("--hbm-timing", choices=sorted(TIMING_PRESETS), default=None,
                      help="HBM2 timing set (default dramsim3_hbm2)")
     s.add_argument("--freq", type=freq_mhz_arg, default=None, metavar="MHZ",
@@ -97,13 +99,18 @@ def run(args) -> int:
     from hw.mxu import MXUConfig
     from hw.pe import PE, PEConfig
     from sim import synth
-    from sim.blocks import HBM_BLOCKS
+    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS
 
     if args.block in HBM_BLOCKS:
         return _run_hbm(args)
-    for opt in ("queue_depth", "pseudo_channels", "hbm_timing"):
+    if args.block in ENGINE_BLOCKS:
+        return _run_engine(args)
+    for opt in ("queue_depth", "pseudo_channels"):
         if getattr(args, opt) is not None:
-            raise UsageError(f"--{opt.replace('_', '-')} applies to the HBM blocks only (hbm, hbm-*)")
+            flag = "--" + opt.replace("_", "-")
+            raise UsageError(f"{flag} applies to the HBM blocks (hbm, hbm-*), gemm-top and board only")
+    if args.hbm_timing is not None:
+        raise UsageError("--hbm-timing applies to the HBM blocks only (hbm, hbm-*)")
     params = generate_params(args, blocks=("mxu", "pe", "mac"))
     block = params.pop("block")
     name = args.name or block
@@ -159,6 +166,46 @@ def _run_hbm(args) -> int:
     block = {"block": args.block, "pseudo_channels": cfg.pseudo_channels, "queue_depth": cfg.queue_depth,
              "timing": args.hbm_timing or "dramsim3_hbm2"}
     return _flow(args, hbm_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, block)
+
+
+def _run_engine(args) -> int:
+    """``mxu synth --block engine|gemm-top|board|engine-*``: the GEMM engine, one of its parts, the GEMM
+    top (engine + HBM controller) or the board top, on the engine's defaults (the board's: 2 x 2 bf16)
+    with the array options and --preset."""
+    from hw.board import BoardConfig, board_engine_config
+    from hw.engine import EngineConfig
+    from hw.mxu import MXUConfig
+    from sim import synth
+    from sim.blocks import engine_block
+
+    for opt, flag in (("backpressure", "--no-backpressure"), ("config", "--config"), ("hbm_timing", "--hbm-timing")):
+        if getattr(args, opt) is not None:
+            raise UsageError(f"{flag} does not apply to block {args.block}")
+    if args.pseudo_channels is not None and args.block not in ("gemm-top", "board"):
+        raise UsageError(f"--pseudo-channels applies to blocks hbm, gemm-top and board; not {args.block}")
+    if args.queue_depth is not None and args.block not in ("gemm-top", "board"):
+        raise UsageError(f"--queue-depth applies to the HBM blocks, gemm-top and board; not {args.block}")
+    name = args.name or args.block.replace("-", "_")
+    check_module_name(name, reserved=(synth.WRAPPER_TOP,))
+    try:
+        if args.block == "board":
+            mxu = {k: getattr(args, k) for k in ("rows", "cols", "fmt", "subnormals", "stages")
+                   if getattr(args, k) is not None}
+            engine = board_engine_config(MXUConfig(**{"rows": 2, "cols": 2, **mxu}),
+                                         pseudo_channels=args.pseudo_channels or 2,
+                                         queue_depth=args.queue_depth or 4)
+            cfg = BoardConfig(engine=engine)
+        else:
+            params = engine_params(args)
+            if args.queue_depth is not None:
+                params["queue_depth"] = args.queue_depth
+            cfg = engine = EngineConfig.from_options(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if args.block in ("engine", "gemm-top", "board"):
+        check_size(engine.mxu.rows, engine.mxu.cols, args, simulated=False)
+    block = {"block": args.block, "engine": engine.as_dict()}
+    return _flow(args, engine_block(args.block, cfg, name), name, synth.TARGETS[args.target], cfg, block)
 
 
 def _flow(args, factory, name, target, cfg, block: dict) -> int:
