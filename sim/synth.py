@@ -366,14 +366,16 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
         synth += " -noflatten"
     stem = Path(log).stem
     json_opt = f" -json {netlist}" if netlist else ""
+    # A register whose output wire carries ``keep`` (the design asks for it, e.g. the PE's swap bit)
+    # keeps its flip-flop cell too: Yosys honours ``keep`` on cells, not on wires, when it merges
+    # equivalent registers (opt_merge).
+    read = [f"read_verilog {' '.join(sources)}", f"hierarchy -top {top}", "proc",
+            "select -set kept a:keep %ci1:+[Q]", "setattr -set keep 1 @kept"]
     if early_check is None:
-        scripts = [[f"read_verilog {' '.join(sources)}", synth + json_opt,
-                    f"tee -q -o {stem}_stat.json stat -json"]]
+        scripts = [[*read, synth + json_opt, f"tee -q -o {stem}_stat.json stat -json"]]
     else:
-        scripts = [[f"read_verilog {' '.join(sources)}", early,
-                    f"tee -q -o {stem}_early_stat.json stat -json"],
-                   [f"read_verilog {' '.join(sources)}", synth + json_opt,
-                    f"tee -q -o {stem}_stat.json stat -json"]]
+        scripts = [[*read, early, f"tee -q -o {stem}_early_stat.json stat -json"],
+                   [*read, synth + json_opt, f"tee -q -o {stem}_stat.json stat -json"]]
     seconds = 0.0
     mapper = "abc9"
     for i, script in enumerate(scripts):
@@ -387,7 +389,8 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
             # Yosys 0.70's ABC9 reintegration asserts on some netlists (a 16-slot HBM controller
             # with the DRAMsim3 timing set): map that design with ABC instead, and say so.
             (work / f"{name}_abc9_crash.log").write_bytes((work / f"{name}.log").read_bytes())
-            script[1:2] = [f"{synth} -run begin:map_luts", "techmap -map +/lattice/latches_map.v",
+            at = next(j for j, line in enumerate(script) if line.startswith(synth))
+            script[at:at + 1] = [f"{synth} -run begin:map_luts", "techmap -map +/lattice/latches_map.v",
                            "abc -lut 4 -dress", "clean", f"{synth} -run map_cells:{json_opt}"]
             (work / f"{name}.ys").write_text("\n".join(script) + "\n")
             t0 = time.perf_counter()
