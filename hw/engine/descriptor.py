@@ -6,7 +6,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from .csr import CSRBlock
-from .interface import EnginePart, Geometry, descriptor_layout, lg, mux_min
+from .interface import EnginePart, Geometry, descriptor_layout, lg, mux_min, result_bytes
 
 __all__ = ["DescriptorUnit"]
 
@@ -61,7 +61,6 @@ class DescriptorUnit(EnginePart):
                      self.status.eq(Cat(busy, done, Const(0, 2), err, bus_err))]
         base = {x: getattr(d, f"{x}_base") for x in "abcd"}
         stride = {x: getattr(d, f"{x}_stride") for x in "abcd"}
-        ob_out = Mux(d.out_bf16, 2, 4)
         regs = {n: getattr(self, f"reg_{n}") for n in CSRBlock.RW}
         rng_i = Signal(2)
         rng_ph = Signal()                  # RANGE phase: 0 = register product and offset, 1 = compare
@@ -103,7 +102,7 @@ class DescriptorUnit(EnginePart):
                 for x, used in (("a", 1), ("b", 1), ("c", d.load_c), ("d", 1)):
                     misaligned = misaligned | (used & ((base[x][:5] != 0) | (stride[x][:5] != 0)))
                 short = ((stride["a"] < d.k * ob) | (stride["b"] < d.n * ob)
-                         | (d.load_c & (stride["c"] < (d.n << 2))) | (stride["d"] < d.n * ob_out))
+                         | (d.load_c & (stride["c"] < (d.n << 2))) | (stride["d"] < result_bytes(d.n, d.out_bf16)))
                 code = Mux(m_zero, 1, Mux(m_too, 2, Mux(d.out_bf16 & g.is_int8, 3, Mux(misaligned, 4,
                                                                                       Mux(short, 5, 0)))))
                 m.d.sync += [
@@ -126,7 +125,7 @@ class DescriptorUnit(EnginePart):
             with m.State("RANGE"):
                 # end = base + (rows - 1) * stride + row_bytes <= capacity, one matrix per two cycles
                 rows = [d.m, d.k, d.m, d.m]
-                rowb = [d.k * ob, d.n * ob, d.n << 2, d.n * ob_out]
+                rowb = [d.k * ob, d.n * ob, d.n << 2, result_bytes(d.n, d.out_bf16)]
                 sel_rows, sel_stride, sel_base, sel_rowb = Const(0, D), Const(0, 32), Const(0, A32), Const(0, D + 3)
                 for j, x in enumerate("abcd"):
                     hit = rng_i == j

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from .config import BEAT_BYTES, DIM_BITS, PASS_CHUNKS, EngineConfig
 
 __all__ = ["AccState", "EnginePart", "Geometry", "Why", "ar_signature", "check_engine_config", "descriptor_layout",
-           "lg", "loop_control", "mux_min", "r_signature", "seq_port_signature"]
+           "lg", "loop_control", "mux_min", "result_bytes", "r_signature", "seq_port_signature"]
 
 
 def lg(x: int) -> int:
@@ -30,6 +30,13 @@ def lg(x: int) -> int:
 def mux_min(a, b):
     """The smaller of two values, as a multiplexer (unsigned compare)."""
     return Mux(a < b, a, b)
+
+
+def result_bytes(x, out_bf16):
+    """``x`` result elements in bytes: 2 each for bf16 (``out_bf16``), 4 for fp32 / int32; a shift and
+    a multiplexer (a product with the two-valued factor maps onto a DSP block and its carry chain:
+    the descriptor unit's critical path on ECP5 ran through one)."""
+    return Mux(out_bf16, x << 1, x << 2)
 
 
 def check_engine_config(config) -> EngineConfig:

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
 from .dma import BurstSplitter
-from .interface import EnginePart, Geometry, ar_signature, lg, loop_control, seq_port_signature
+from .interface import EnginePart, Geometry, ar_signature, lg, loop_control, result_bytes, seq_port_signature
 
 __all__ = ["WriteAddress", "row_segment"]
 
@@ -19,9 +19,8 @@ def row_segment(cur, d, lgC):
     """Bytes [start, end) of a group's result row segment: columns nb0*C .. min((nb0 + gc)*C, N) at
     2 (bf16) or 4 bytes each (``cur``: a :class:`~hw.engine.cursor.BlockCursor`; ``d``: the
     descriptor)."""
-    ob_out = Mux(d.out_bf16, 2, 4)
     end_col = (cur.nb0 + cur.gc) << lgC
-    return (cur.nb0 << lgC) * ob_out, Mux(end_col < d.n, end_col, d.n) * ob_out
+    return result_bytes(cur.nb0 << lgC, d.out_bf16), result_bytes(Mux(end_col < d.n, end_col, d.n), d.out_bf16)
 
 
 class WriteAddress(EnginePart):

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
-from .interface import AccState, EnginePart, Geometry, lg, loop_control, seq_port_signature
+from .interface import AccState, EnginePart, Geometry, lg, loop_control, result_bytes, seq_port_signature
 from .write_address import row_segment
 
 __all__ = ["WriteData", "w_layout"]
@@ -67,7 +67,6 @@ class WriteData(EnginePart):
         g, d = self.geom, self.desc
         C, D, BB, WB, lgC = g.C, g.D, BEAT_BYTES, BEAT_BYTES * 8, lg(g.C)
         wd = attach_cursor(m, "cursor", self, self.seq)
-        ob_out = Mux(d.out_bf16, 2, 4)
         x_i = Signal(range(g.m_block + 1))
         x_off = Signal(D + 12)         # byte offset of the piece in the row
         x_bank = Signal()
@@ -119,7 +118,7 @@ class WriteData(EnginePart):
                     m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(2)]
                     m.d.comb += wd.next_group.eq(1)
                     nxt_nb0 = Mux(wd.last_group, 0, wd.nb0 + wd.gc)
-                    m.d.sync += x_off.eq((nxt_nb0 << lgC) * ob_out)
+                    m.d.sync += x_off.eq(result_bytes(nxt_nb0 << lgC, d.out_bf16))
             with m.Else():
                 m.d.sync += x_off.eq(x_off + PB)
                 with m.If(x_q + 1 == PPE):
