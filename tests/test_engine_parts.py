@@ -226,10 +226,10 @@ def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, seed):
                     n_bytes = 32 * min(nsub, rb - wi * nsub)
                     lo = row + wi * nsub * 32
                     assert word[:n_bytes] == mem[lo : lo + n_bytes].tobytes(), f"block row {m0 + i} word {wi}"
-            ctx.set(al.release, 1)
-            ctx.set(al.release_bank, bank)
+            ctx.set(al.free, 1)
+            ctx.set(al.free_bank, bank)
             await ctx.tick()
-            ctx.set(al.release, 0)
+            ctx.set(al.free, 0)
             assert not ctx.get(al.full) >> bank & 1
             m0, bank = m0 + mb, bank ^ 1
 
@@ -316,7 +316,7 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, seed):
             ctx.set(wd.w.ready, bool(aws) and rng.random() < 0.6)
             ctx.set(wa.b, bool(b_due) and b_due[0] <= cycle)
             rd = ctx.get(wd.rd_en), ctx.get(wd.rd_addr)
-            rel = ctx.get(wd.release), ctx.get(wd.release_bank)
+            rel = ctx.get(wd.free), ctx.get(wd.free_bank)
             if ctx.get(wa.b):
                 b_due.pop(0)
             if ctx.get(wa.aw.valid) and ctx.get(wa.aw.ready):
@@ -378,3 +378,21 @@ def test_part_rejects_a_config_that_is_not_an_engine_config(part):
 def test_sequencer_ports_must_be_positive():
     with pytest.raises(ValueError, match="ports must be an integer >= 1; got 0"):
         BlockSequencer(EngineConfig(), 0)
+
+
+def test_every_part_has_plain_verilog_port_names():
+    """A port named like a (System)Verilog keyword (``begin``, ``release``) comes out as an escaped
+    identifier, which ``mxu synth``'s wrapper could not parse and readers trip over: every engine
+    part's module header has plain identifiers only."""
+    from amaranth.back import verilog
+
+    from sim.blocks import ENGINE_BLOCKS, engine_block
+
+    cfg = EngineConfig.from_options(rows=2, cols=2, fmt="int8")
+    for name in ENGINE_BLOCKS:
+        if not name.startswith("engine-"):
+            continue
+        module = name.replace("-", "_")
+        text = verilog.convert(engine_block(name, cfg)(), name=module)
+        header = text[text.index(f"module {module}(") :].split(";")[0]
+        assert "\\" not in header, f"{name}: escaped port names in {header}"

@@ -31,7 +31,7 @@ class ALoader(EnginePart):
         seq_read, seq_store: Out(seq_port_signature): the read and store sides' m-block lookups.
         ar: Out(:func:`~hw.engine.interface.ar_signature`): read bursts (AXI4 AR, ``mem_a``).
         r: In(:func:`~hw.engine.interface.r_signature`): read data, in AR order (always ready).
-        release: In(1), release_bank: In(1): the feeder is done with a bank (strobe).
+        free: In(1), free_bank: In(1): the feeder is done with a bank (strobe).
         full: Out(2): bank b is loaded; store_bank: Out(1): the bank being stored; progress:
             Out(D): beats of every row of ``store_bank`` stored so far.
         rd_addr: In(lg(ABUF_DEPTH) + 1) (bank in the top bit), rd_en: In(1), rd_data: Out(NSUB * 256):
@@ -46,7 +46,7 @@ class ALoader(EnginePart):
             **loop_control(g),
             "seq_read": Out(seq_port_signature(g)), "seq_store": Out(seq_port_signature(g)),
             "ar": Out(ar_signature(g)), "r": In(r_signature()),
-            "release": In(1), "release_bank": In(1),
+            "free": In(1), "free_bank": In(1),
             "full": Out(2), "store_bank": Out(1), "progress": Out(g.D),
             "rd_addr": In(lg(g.ABUF_DEPTH) + 1), "rd_en": In(1), "rd_data": Out(g.NSUB * BEAT_BYTES * 8),
         }
@@ -145,6 +145,6 @@ class ALoader(EnginePart):
                     m.d.sync += busy[b].eq(1)
                 with m.If(fill & (ac_bank == b)):
                     m.d.sync += full[b].eq(1)
-                with m.If(self.release & (self.release_bank == b)):
+                with m.If(self.free & (self.free_bank == b)):
                     m.d.sync += [busy[b].eq(0), full[b].eq(0)]
         return m

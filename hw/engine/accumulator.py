@@ -29,9 +29,9 @@ class Accumulator(EnginePart):
         desc: In(descriptor_layout); go, prep: In(1).
         seq: Out(seq_port_signature): the collector's m-block lookup.
         out: In(stream.Signature(32 * C)): the MXU's output beats (``ready`` is 1).
-        c0_begin, c0_begin_bank, c0_done, c0_done_bank: In(1): from the C0 loader.
+        c0_start, c0_start_bank, c0_done, c0_done_bank: In(1): from the C0 loader.
         c0_valid, c0_bank: In(1), c0_addr: In, c0_data: In(32 * C), c0_lanes: In(C): a C0 beat.
-        wb_release, wb_release_bank: In(1): the write-back read the group's last row (strobe).
+        wb_free, wb_free_bank: In(1): the write-back read the group's last row (strobe).
         state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(D + 12, 2));
         bank_busy: Out(2): the collector writes bank b this cycle (the C0 beat waits).
         fd_addr, fd_en: In; fd_data: Out(ArrayLayout(32 * C, 2)): the feeder's read port (both banks).
@@ -47,9 +47,9 @@ class Accumulator(EnginePart):
         return {
             **loop_control(g, run=False), "seq": Out(seq_port_signature(g)),
             "out": In(stream.Signature(entry)),
-            "c0_begin": In(1), "c0_begin_bank": In(1), "c0_done": In(1), "c0_done_bank": In(1),
+            "c0_start": In(1), "c0_start_bank": In(1), "c0_done": In(1), "c0_done_bank": In(1),
             "c0_valid": In(1), "c0_bank": In(1), "c0_addr": In(abits), "c0_data": In(entry), "c0_lanes": In(g.C),
-            "wb_release": In(1), "wb_release_bank": In(1),
+            "wb_free": In(1), "wb_free_bank": In(1),
             "state": Out(data.ArrayLayout(AccState, 2)), "wcount": Out(data.ArrayLayout(g.D + 12, 2)),
             "bank_busy": Out(2),
             "fd_addr": In(abits), "fd_en": In(1), "fd_data": Out(data.ArrayLayout(entry, 2)),
@@ -110,7 +110,7 @@ class Accumulator(EnginePart):
             with m.If(self.go):
                 m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0)]
             with m.Else():
-                with m.If(self.c0_begin & (self.c0_begin_bank == b)):
+                with m.If(self.c0_start & (self.c0_start_bank == b)):
                     m.d.sync += state[b].eq(Mux(d.load_c, AccState.LOADING, AccState.READY))
                 with m.If(self.c0_done & (self.c0_done_bank == b)):
                     m.d.sync += state[b].eq(AccState.READY)
@@ -118,6 +118,6 @@ class Accumulator(EnginePart):
                     m.d.sync += wcount[b].eq(wcount[b] + 1)
                     with m.If(group_end):
                         m.d.sync += state[b].eq(AccState.DONE)
-                with m.If(self.wb_release & (self.wb_release_bank == b)):
+                with m.If(self.wb_free & (self.wb_free_bank == b)):
                     m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0)]
         return m

@@ -30,7 +30,7 @@ class C0Loader(EnginePart):
         ar: Out(ar_signature): C0 read bursts (``mem_c``); r: In(r_signature): read data in AR order.
         acc_state: In(ArrayLayout(AccState, 2)): the accumulator banks; bank_busy: In(2): the
             collector writes bank b this cycle.
-        begin: Out(1), begin_bank: Out(1): a group starts in bank ``begin_bank`` (strobe).
+        start: Out(1), start_bank: Out(1): a group starts in bank ``start_bank`` (strobe).
         group_done: Out(1), done_bank: Out(1): the group's last C0 beat is stored (strobe).
         wr_valid: Out(1), wr_bank: Out(1), wr_addr: Out(range(ACCD + 1)), wr_data: Out(32 * C),
             wr_lanes: Out(C): a C0 beat for the accumulator (lanes to write).
@@ -46,7 +46,7 @@ class C0Loader(EnginePart):
             "seq_read": Out(seq_port_signature(g)), "seq_store": Out(seq_port_signature(g)),
             "ar": Out(ar_signature(g)), "r": In(r_signature()),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "bank_busy": In(2),
-            "begin": Out(1), "begin_bank": Out(1), "group_done": Out(1), "done_bank": Out(1),
+            "start": Out(1), "start_bank": Out(1), "group_done": Out(1), "done_bank": Out(1),
             "wr_valid": Out(1), "wr_bank": Out(1), "wr_addr": Out(range(g.ACCD + 1)), "wr_data": Out(32 * g.C),
             "wr_lanes": Out(g.C), "store_bank": Out(1), "store_row": Out(range(g.m_block + 1)),
         }
@@ -82,7 +82,7 @@ class C0Loader(EnginePart):
                          ci_row.eq(d.c_base), ci_mrow.eq(d.c_base)]
         ci_active = self.run & ci.ok & ~ci.fin
         begin = ci_active & ~ci_started & (self.acc_state[ci_bank] == AccState.FREE)
-        m.d.comb += [self.begin.eq(begin), self.begin_bank.eq(ci_bank)]
+        m.d.comb += [self.start.eq(begin), self.start_bank.eq(ci_bank)]
         off, beats = geometry(ci_nbC)
         m.d.comb += [sp.cmd.valid.eq(ci_active & ci_started), sp.cmd.payload.addr.eq(ci_row + off),
                      sp.cmd.payload.beats.eq(beats)]

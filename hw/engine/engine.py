@@ -172,10 +172,10 @@ class GEMMEngine(wiring.Component):
             # A banks: loader <-> feeder
             fd.a_full.eq(al.full), fd.a_store_bank.eq(al.store_bank), fd.a_progress.eq(al.progress),
             al.rd_addr.eq(fd.a_rd_addr), al.rd_en.eq(fd.a_rd_en), fd.a_rd_data.eq(al.rd_data),
-            al.release.eq(fd.release), al.release_bank.eq(fd.release_bank),
+            al.free.eq(fd.free), al.free_bank.eq(fd.free_bank),
             # accumulator <-> C0 loader, feeder, write-back
             cl.acc_state.eq(acc.state), cl.bank_busy.eq(acc.bank_busy),
-            acc.c0_begin.eq(cl.begin), acc.c0_begin_bank.eq(cl.begin_bank),
+            acc.c0_start.eq(cl.start), acc.c0_start_bank.eq(cl.start_bank),
             acc.c0_done.eq(cl.group_done), acc.c0_done_bank.eq(cl.done_bank),
             acc.c0_valid.eq(cl.wr_valid), acc.c0_bank.eq(cl.wr_bank), acc.c0_addr.eq(cl.wr_addr),
             acc.c0_data.eq(cl.wr_data), acc.c0_lanes.eq(cl.wr_lanes),
@@ -184,7 +184,7 @@ class GEMMEngine(wiring.Component):
             acc.fd_addr.eq(fd.acc_rd_addr), acc.fd_en.eq(fd.acc_rd_en), fd.acc_rd_data.eq(acc.fd_data),
             wd.acc_state.eq(acc.state), wd.wcount.eq(acc.wcount),
             acc.wb_addr.eq(wd.rd_addr), acc.wb_en.eq(wd.rd_en), wd.rd_data.eq(acc.wb_data),
-            acc.wb_release.eq(wd.release), acc.wb_release_bank.eq(wd.release_bank),
+            acc.wb_free.eq(wd.free), acc.wb_free_bank.eq(wd.free_bank),
             # the MXU
             mxu.wgt.valid.eq(wl.wgt.valid), mxu.wgt.payload.as_value().eq(wl.wgt.payload),
             wl.wgt.ready.eq(mxu.wgt.ready),

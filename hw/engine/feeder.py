@@ -35,7 +35,7 @@ class Feeder(EnginePart):
         acc_rd_addr: Out, acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)): accumulator read.
         act: Out(stream.Signature(R * w + 32 * C + 1)): the beat ``Cat(a, c, swap)`` (the MXU's
             activation stream).
-        release: Out(1), release_bank: Out(1): the feeder is done with an A bank (strobe).
+        free: Out(1), free_bank: Out(1): the feeder is done with an A bank (strobe).
         why: Out(:class:`~hw.engine.interface.Why`): why no beat was offered, registered with the beat.
 
     Raises:
@@ -53,7 +53,7 @@ class Feeder(EnginePart):
             "c0_bank": In(1), "c0_row": In(range(g.m_block + 1)),
             "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
             "act": Out(stream.Signature(g.R * g.w + entry + 1)),
-            "release": Out(1), "release_bank": Out(1), "why": Out(Why),
+            "free": Out(1), "free_bank": Out(1), "why": Out(Why),
         }
 
     def elaborate(self, platform):
@@ -125,7 +125,7 @@ class Feeder(EnginePart):
                     m.d.comb += fd.next_group.eq(1)
                     with m.If(fd.last_group):
                         m.d.sync += f_abank.eq(~f_abank)
-        m.d.comb += [self.release.eq(fire & group_end & fd.last_group), self.release_bank.eq(f_abank)]
+        m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]
 
         # the reason for an empty cycle, registered with the stage (so it lines up with the cycle)
         why = Mux(~self.run, Why.SETUP, Mux(fd.fin, Why.DRAIN, Mux(~a_ok, Why.A, Mux(~acc_ok, Why.ACC, Why.DEP))))

@@ -43,7 +43,7 @@ class WriteData(EnginePart):
         seq: Out(seq_port_signature): this side's m-block lookup.
         acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks.
         rd_addr: Out, rd_en: Out(1), rd_data: In(ArrayLayout(32 * C, 2)): accumulator read port.
-        release: Out(1), release_bank: Out(1): the group's last row is read (strobe).
+        free: Out(1), free_bank: Out(1): the group's last row is read (strobe).
         wlen: In(stream.Signature(8)): AWLEN of the bursts, in order (from the address side).
         w: Out(stream.Signature(w_layout())): write beats (``mem_c`` W).
         idle: Out(1): every row is read and every beat has left.
@@ -58,7 +58,7 @@ class WriteData(EnginePart):
             "seq": Out(seq_port_signature(g)),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
             "rd_addr": Out(range(g.ACCD + 1)), "rd_en": Out(1), "rd_data": In(data.ArrayLayout(32 * g.C, 2)),
-            "release": Out(1), "release_bank": Out(1),
+            "free": Out(1), "free_bank": Out(1),
             "wlen": In(stream.Signature(8)), "w": Out(stream.Signature(w_layout())), "idle": Out(1),
         }
 
@@ -98,7 +98,7 @@ class WriteData(EnginePart):
         x_vb = Mux(PB < xe - x_off, PB, xe - x_off)
         group_end = last_piece & (x_i + 1 == wd.mb)
         m.d.comb += [self.rd_addr.eq(x_addr), self.rd_en.eq(x_go),
-                     self.release.eq(x_go & group_end), self.release_bank.eq(x_bank)]
+                     self.free.eq(x_go & group_end), self.free_bank.eq(x_bank)]
         # stage B registers
         y_valid = Signal()
         y_bank = Signal()
