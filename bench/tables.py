@@ -520,6 +520,7 @@ def fmax(d, hbm: bool | None = None) -> Table:
         ],
         rows,
         derived={
+            "block": "the record's name in bench/fmax.py (a label, e.g. gemm-top-4x4-bf16)",
             "Fmax MHz (median)": "median of achieved_mhz over the block's records",
             "range": "min and max of achieved_mhz over the block's records",
         },
