@@ -120,13 +120,10 @@ def test_first_block_passes_and_ramp(n, ramp, seed):
 def check_a_reads(res, blocks, rb, q):
     """The RTL's A reads (beat addresses in order) are the blocks' passes: for each m-block, passes
     of ``q`` beats of every row (``rb`` beats per row)."""
+    from verif.cycles import a_read_order
+
     lay = res["layout"]
-    want, m0 = [], 0
-    for mb in blocks:
-        for pb in range(0, rb, q):
-            for i in range(m0, m0 + mb):
-                want += [lay.a_base + i * lay.a_stride + 32 * b for b in range(pb, min(pb + q, rb))]
-        m0 += mb
+    want = a_read_order(blocks, rb, q, lay.a_base, lay.a_stride)
     got = res["a_beats"]
     first = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
     assert got == want, f"A reads differ from beat {first} on ({len(got)} read, {len(want)} expected)"

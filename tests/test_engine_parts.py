@@ -34,7 +34,7 @@ from hw.engine.write_address import WriteAddress
 from hw.engine.write_data import WriteData
 from hw.hbm.config import HBMConfig
 from hw.mxu import MXUConfig
-from verif.cycles import engine_blocking
+from verif.cycles import a_read_order, engine_blocking
 
 HBM1 = HBMConfig(pseudo_channels=1)
 
@@ -158,21 +158,11 @@ def test_sequencer_blocks_and_groups_follow_the_blocking_rule(case, seed):
     assert got == want
 
 
-def _a_passes(cfg, blocks, m, k, a_base, a_stride):
-    """The A loader's reads, beat by beat: per m-block, passes of 2 * NSUB beats of every row."""
-    nsub = max(1, cfg.mxu.rows * cfg.operand_bytes // 32)
-    rb, q = -(-k * cfg.operand_bytes // 32), 2 * nsub
-    out, m0 = [], 0
-    for mb in blocks:
-        for pb in range(0, rb, q):
-            for i in range(m0, m0 + mb):
-                out += [a_base + i * a_stride + 32 * b for b in range(pb, min(pb + q, rb))]
-        m0 += mb
-    return out
-
-
-@pytest.mark.parametrize("rows,fmt,m,k", [(8, "bf16", 100, 40), (16, "bf16", 20, 100), (4, "int8", 30, 70)])
-def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, seed):
+# (rows, fmt, M, K, beats per A row, beats per row per pass = 2 chunks of max(1, R * ob / 32) beats)
+@pytest.mark.parametrize(
+    "rows,fmt,m,k,rb,q", [(8, "bf16", 100, 40, 3, 2), (16, "bf16", 20, 100, 7, 2), (4, "int8", 30, 70, 3, 2)]
+)
+def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, rb, q, seed):
     """Every AR burst of the A loader is one row's part of a pass (random AR ready, random gaps on R);
     when a bank is ``full``, each word the feeder's read port returns is the row's bytes of A, and the
     bank is only reused after the feeder releases it."""
@@ -187,7 +177,6 @@ def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, seed):
     rng = random.Random(seed)
     mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
     nsub = max(1, rows * cfg.operand_bytes // 32)
-    rb = -(-k * cfg.operand_bytes // 32)
     kb, cpw = -(-k // rows), max(1, 32 // (rows * cfg.operand_bytes))
     wpr = -(-kb // cpw)  # A words per row
     depth = 4096 // (32 * nsub)  # words per bank
@@ -234,7 +223,7 @@ def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, seed):
             m0, bank = m0 + mb, bank ^ 1
 
     _run(dut, bench)
-    assert beats == _a_passes(cfg, blocks, m, k, regs["A_BASE"], regs["A_STRIDE"])
+    assert beats == a_read_order(blocks, rb, q, regs["A_BASE"], regs["A_STRIDE"])
 
 
 def _bf16_rne(x: np.ndarray) -> np.ndarray:

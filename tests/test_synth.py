@@ -351,3 +351,23 @@ def test_synth_bad_input(tmp_path, args, message):
     assert r.stderr.startswith("mxu: error: ") and message in r.stderr and r.stderr.count("\n") == 1
     assert r.stdout == ""
     assert not (tmp_path / "o").exists()
+
+
+def test_keep_on_a_register_wire_keeps_its_flip_flop(tmp_path):
+    """Two registers loaded from the same input are one flip-flop after Yosys's opt_merge, unless
+    their wires carry ``keep`` (as the PE's swap register does): the flow copies a wire's ``keep``
+    onto the flip-flop driving it, which Yosys honours. Measured against the same design without
+    ``keep`` (the out-of-context wrapper's own flip-flops then cancel): exactly one more."""
+    ffs = {}
+    for keep in (True, False):
+        attr = "(* keep *) " if keep else ""
+        src = tmp_path / f"twin_{keep}.v"
+        src.write_text(
+            "module twin(clk, d, e, q1, q2);\n  input clk;\n  input d;\n  input e;\n  output q1;\n  output q2;\n"
+            f"  {attr}reg a1;\n  {attr}reg a2;\n"
+            "  always @(posedge clk) begin a1 <= d ^ e; a2 <= d ^ e; end\n"
+            "  assign q1 = a1; assign q2 = a2 & e;\nendmodule\n"
+        )
+        rep = synth.run_flow(src, "twin", "ecp5-85k", tmp_path / f"work_{keep}", place=False)
+        ffs[keep] = rep["cells"]["total"]["ff"]
+    assert ffs[True] == ffs[False] + 1, ffs

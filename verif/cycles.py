@@ -36,7 +36,7 @@ from math import ceil
 from hw.arith import MAX_STAGES
 from hw.config import check_int
 
-__all__ = ["TileTiming", "Schedule", "mxu_schedule", "gemm_tiles", "gemm_cycles", "scalesim_ws_cycles",
+__all__ = ["a_read_order", "TileTiming", "Schedule", "mxu_schedule", "gemm_tiles", "gemm_cycles", "scalesim_ws_cycles",
            "ideal_cycles", "engine_blocking", "engine_array_cycles", "check_engine_dims", "schedule_total"]
 
 #: Largest R or C the array models take (the engine's own limit, ``hw.engine.EngineConfig``).
@@ -238,6 +238,20 @@ def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> float:
     """
     _check_gemm(m, k, n, rows, cols)
     return m * k * n / (rows * cols)
+
+
+def a_read_order(blocks: list[int], rb: int, q: int, a_base: int, a_stride: int) -> list[int]:
+    """The byte address of every 32 B beat the engine's A loader reads, in order: for each m-block of
+    ``blocks`` rows (:func:`engine_blocking`'s ``m_blocks``), passes of ``q`` beats of every row
+    (``rb`` beats per row; the last pass of a row may be shorter); row i of A at
+    ``a_base + i * a_stride``."""
+    out, m0 = [], 0
+    for mb in blocks:
+        for pb in range(0, rb, q):
+            for i in range(m0, m0 + mb):
+                out += [a_base + i * a_stride + 32 * b for b in range(pb, min(pb + q, rb))]
+        m0 += mb
+    return out
 
 
 def engine_blocking(m: int, k: int, n: int, config) -> dict:

@@ -74,9 +74,9 @@ class Geometry:
     (operand bytes), ``E`` (operands per beat), ``NSUB`` (beats per A chunk of R operands), ``CPW``
     (A chunks per beat), ``WS`` (beats per weight row), ``WPART`` (weight rows per beat), ``CS``
     (beats per fp32 accumulator entry), ``CPART`` (entries per beat), ``ABUF_DEPTH`` (words of
-    ``NSUB`` beats per A bank), ``ACCD`` (accumulator entries per bank), ``AW`` (AXI address bits),
-    ``A32`` (internal byte-address bits, 34), ``D`` (dimension bits), ``DEP_BEATS`` (K-chain
-    distance that never stalls the feeder: array latency + 16 beats), ``MINM`` (2R + C - 1: the
+    ``NSUB`` beats per A bank), ``ACCD`` (accumulator entries per bank), ``A32`` (internal
+    byte-address bits, 34), ``D`` (dimension bits), ``DEP_BEATS`` (K-chain distance
+    that never stalls the feeder: array latency + 16 beats), ``MINM`` (2R + C - 1: the
     shortest m-block whose tiles run back to back), ``TAIL`` (rows of a cut last m-block), ``QF``
     (beats per row per pass of an m-block), ``SEQ_DEPTH`` (blocks in the sequencer's table), ``SQB``
     (block-index bits), ``MFIRST`` (rows of the first m-block before the A-bank limit).
@@ -95,7 +95,6 @@ class Geometry:
     CPART: int
     ABUF_DEPTH: int
     ACCD: int
-    AW: int
     A32: int
     D: int
     DEP_BEATS: int
@@ -121,7 +120,7 @@ class Geometry:
         return cls(R=R, C=C, w=w, ob=ob, E=BB // ob, NSUB=NSUB, CPW=max(1, BB // (R * ob)),
                    WS=max(1, C * ob // BB), WPART=max(1, BB // (C * ob)), CS=max(1, C * 4 // BB),
                    CPART=max(1, BB // (C * 4)), ABUF_DEPTH=cfg.a_buffer_bytes // (BB * NSUB),
-                   ACCD=cfg.acc_entries, AW=cfg.hbm.address_bits, A32=34, D=DIM_BITS, DEP_BEATS=dep,
+                   ACCD=cfg.acc_entries, A32=34, D=DIM_BITS, DEP_BEATS=dep,
                    MINM=minm, TAIL=max(minm, dep), QF=PASS_CHUNKS * NSUB, SEQ_DEPTH=seq_depth,
                    SQB=lg(seq_depth) + 1, MFIRST=min(cfg.first_block_rows, cfg.m_block), m_block=cfg.m_block,
                    capacity=cfg.hbm.capacity_bytes, is_int8=mc.fmt == "int8")
