@@ -163,7 +163,7 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             Verilator only: it reads engine internals; with ``memory="python"`` only).
         memory: "hdl" (default; "python" when ``trace`` is given): the HBM device model and JEDEC
             checker in the netlist (:mod:`verif.hdl`, bench :mod:`verif.tb.gemm_fast_tb`), Python only
-            at the transaction level, and on Verilator a build without cocotb's ``--public-flat-rw``;
+            at the transaction level;
             "python": the reference, the Python device model and checker called every clock cycle
             (:mod:`verif.tb.gemm_tb`). Both give the same bits, CYCLES and performance counters for
             every job of a run (``tests/test_gemm_fast.py``); the HDL one is several times faster to
@@ -254,10 +254,12 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         th.start()
         try:
             top, tb = ("gemm", "verif.tb.gemm_tb") if memory == "python" else ("gemm_sim", "verif.tb.gemm_fast_tb")
-            # the HDL bench reaches only the top ports and the stores (marked public in their Verilog):
-            # without cocotb's --public-flat-rw Verilator builds and runs the engine far faster
-            fast = ["--public-depth", "1"] if memory == "hdl" and sim == "verilator" else []
-            res = run_cocotb([verilog], top, tb, simulator=sim, build_args=fast,
+            # the benches reach the top ports, the HDL device models' stores (marked public in their
+            # Verilog) and, for a trace, the few engine signals it samples
+            probes = ()
+            if trace:
+                from verif.tb.gemm_tb import TRACE_SIGNALS as probes
+            res = run_cocotb([verilog], top, tb, simulator=sim, public_signals=probes,
                              waves_path=Path(waves).resolve() if waves else None,
                              env=conf.env())
         finally:

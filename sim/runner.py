@@ -51,6 +51,7 @@ __all__ = [
     "SimulatorUnavailable",
     "build_root",
     "generate_verilog",
+    "ports_config",
     "repo_root",
     "run_cocotb",
 ]
@@ -61,6 +62,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _TIME_UNIT = re.compile(r"(1|10|100)(s|ms|us|ns|ps|fs)\Z")
 _STAMP = ".mxu-build.json"
+_PUBLIC = ("all", "ports")
 _LOG_TAIL_LINES = 60
 
 
@@ -335,8 +337,9 @@ class _Verilator(_ToolchainMixin, cocotb_runner.Verilator):
 
     cocotb always passes ``--public-flat-rw``, which keeps every signal of the design readable: on
     the 8x8 GEMM engine that made the C++ build 6 times and the simulation 11 times slower. A build
-    given ``--public-depth N`` (``build_args``) drops it; the design then marks what a testbench
-    reaches inside it with ``/*verilator public_flat_rw*/``."""
+    with ``public="ports"`` drops it and makes only the toplevel's ports public (a configuration
+    file, :func:`ports_config`); the design marks what a testbench reaches inside it with
+    ``/*verilator public_flat_rw*/``."""
 
     def _simulator_in_path_build_only(self) -> None:
         self.executable = str(toolchain.verilator_executable())
@@ -344,7 +347,7 @@ class _Verilator(_ToolchainMixin, cocotb_runner.Verilator):
     def _build_command(self) -> list[list[str]]:
         self.waves = self._mxu_waves
         cmds = super()._build_command()
-        if any(str(a).startswith("--public-depth") for a in cmds[0]):
+        if self._mxu_public == "ports":
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
         return cmds
 
@@ -382,6 +385,32 @@ cocotb_runner.SUPPORTED_RUNNERS.setdefault("mxu-icarus", _Icarus)
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "yes", "y", "on", "true", "enable"}
+
+
+_PORT_DECL = re.compile(r"^\s*(input|output|inout)\b[^;]*?(\S+)\s*;", re.M)
+
+
+def ports_config(sources: Sequence[Path], toplevel: str) -> str:
+    """A Verilator configuration file that makes the ports of *toplevel* public: inputs and inouts
+    ``public_flat_rw`` (the testbench drives them), outputs ``public_flat_rd`` (read only, so
+    Verilator need not re-evaluate what depends on them at every ``eval``).
+
+    Raises:
+        ValueError: no source declares ``module <toplevel>(...)`` with its ports.
+    """
+    header = re.compile(rf"^module {re.escape(toplevel)}\((.*?)\);\n(.*?)^endmodule", re.S | re.M)
+    for path in sources:
+        found = header.search(Path(path).read_text())
+        if found is None:
+            continue
+        kinds = {name: kind for kind, name in _PORT_DECL.findall(found.group(2))}
+        lines = ["`verilator_config"]
+        for port in (p.strip() for p in found.group(1).split(",")):
+            if port:
+                kind = "rd" if kinds.get(port) == "output" else "rw"
+                lines.append(f'public_flat_{kind} -module "{toplevel}" -var "{port}"')
+        return "\n".join(lines) + "\n"
+    raise ValueError(f"no source declares module {toplevel}(...) with a port list")
 
 
 def _build_key(
@@ -437,6 +466,8 @@ def run_cocotb(
     seed: int | None = None,
     timescale: tuple[str, str] = ("1ns", "1ps"),
     build_args: Sequence[str] = (),
+    public: str = "ports",
+    public_signals: Sequence[str] = (),
 ) -> RunResult:
     """Build *sources* with *simulator* and run the cocotb tests of *test_module* against them.
 
@@ -471,12 +502,21 @@ def run_cocotb(
             e.g. ``("1ns", "1ps")``.
         build_args: extra arguments for the simulator's compiler (part of the build cache key),
             e.g. ``["--hierarchical"]`` for Verilator.
+        public: which signals a Verilator model lets the testbench reach: ``"ports"`` (default:
+            the toplevel's ports and what the Verilog marks ``/*verilator public...*/``) or
+            ``"all"`` (cocotb's ``--public-flat-rw``: every signal, for a bench that reads the
+            design's internals). ``"ports"`` builds and runs several times faster: Verilator must
+            assume a signal the testbench may write changes at any time, so it evaluates all logic
+            that depends on one at every ``eval``, at both clock edges. Icarus ignores it.
+        public_signals: with ``public="ports"``, names of inner signals the testbench reads as
+            well (``public_flat_rd`` in every module that has one by that name; read only, so they
+            cost no speed), e.g. a trace's probes.
 
     Returns:
         A :class:`RunResult`. Failing cocotb tests give ``failed > 0``; they do not raise.
 
     Raises:
-        ValueError: unknown *simulator* (the message lists the allowed values), a bad
+        ValueError: unknown *simulator* or *public* (the message lists the allowed values), a bad
             *toplevel*, *test_module*, *timescale*, *waves_path* suffix or *seed*, or no sources.
         TypeError: *env* has a key or value that is not a string.
         FileNotFoundError: a source file does not exist.
@@ -495,6 +535,11 @@ def run_cocotb(
             f"unknown simulator {simulator!r}: allowed values are "
             + ", ".join(repr(s) for s in SIMULATORS)
         )
+    if public not in _PUBLIC:
+        raise ValueError(f"unknown public {public!r}: allowed values are " + ", ".join(repr(p) for p in _PUBLIC))
+    for name in public_signals:
+        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+            raise ValueError(f"public_signals must be plain Verilog identifiers; got {name!r}")
     if not _IDENTIFIER.match(toplevel):
         raise ValueError(f"toplevel {toplevel!r} is not a plain Verilog identifier")
     if not _MODULE_NAME.match(test_module):
@@ -547,9 +592,18 @@ def run_cocotb(
     build_args += extra_build_args
 
     # ---- build (cached) ----
+    vlt = None
+    if simulator == "verilator" and public == "ports":
+        vlt = ports_config(source_paths, toplevel) + "".join(
+            f'public_flat_rd -module "*" -var "{name}"\n' for name in public_signals)
     digest, config = _build_key(
         simulator, toplevel, source_paths, build_args, timescale, waves, wave_format
     )
+    if vlt is not None:  # part of the key: a build with every signal public is another model
+        config["public"] = public
+        if public_signals:
+            config["public_signals"] = list(public_signals)
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
     if build_dir is None:
         build_dir = build_root() / "cache" / "sim" / f"{simulator}-{toplevel}-{digest}"
         owned_build_dir = True
@@ -562,6 +616,7 @@ def run_cocotb(
     assert isinstance(runner, _ToolchainMixin)
     runner._mxu_waves = waves
     runner._mxu_wave_format = wave_format
+    runner._mxu_public = public
 
     build_start = time.perf_counter()
     cached = _stamp_matches(build_dir, digest, artifact)
@@ -572,7 +627,7 @@ def run_cocotb(
             cached = _stamp_matches(build_dir, digest, artifact)
             if not cached:
                 _build(runner, build_dir, owned_build_dir, source_paths, toplevel,
-                       build_args, timescale, waves, simulator)
+                       build_args, timescale, waves, simulator, vlt)
                 _atomic_write_text(
                     build_dir / _STAMP,
                     json.dumps({"key": digest, "config": config}, indent=2) + "\n",
@@ -675,14 +730,19 @@ def _build(
     timescale: tuple[str, str],
     waves: bool,
     simulator: str,
+    vlt: str | None = None,
 ) -> None:
-    """Compile *sources* into *build_dir*; the caller holds the build folder's lock."""
+    """Compile *sources* into *build_dir*; the caller holds the build folder's lock. *vlt*: a
+    Verilator configuration file's text, written into *build_dir* and passed before the sources."""
     if owned_build_dir and build_dir.exists():
         # A cache folder without a valid stamp holds a crashed or interrupted build.
         shutil.rmtree(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     # Drop the old stamp first: if this build fails half-way, no stale stamp may vouch for it.
     (build_dir / _STAMP).unlink(missing_ok=True)
+    if vlt is not None:
+        (build_dir / "ports.vlt").write_text(vlt)
+        build_args = [str(build_dir / "ports.vlt"), *build_args]
     build_log = build_dir / "build.log"
     try:
         runner.build(

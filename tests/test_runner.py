@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -260,3 +261,53 @@ def test_build_root_override(tmp_path: Path, monkeypatch) -> None:
     assert runner.build_root() == (tmp_path / "elsewhere").resolve()
     monkeypatch.delenv("MXU_BUILD_DIR")
     assert runner.build_root() == runner.repo_root() / "build"
+
+
+def test_ports_config_lists_the_toplevel_ports(adder_v: Path) -> None:
+    text = runner.ports_config([adder_v], TOP)
+    lines = text.splitlines()
+    assert lines[0] == "`verilator_config"
+    assert sorted(lines[1:]) == sorted(
+        [f'public_flat_rw -module "{TOP}" -var "{p}"' for p in ("clk", "rst", "ops__a", "ops__b")]
+        + [f'public_flat_rd -module "{TOP}" -var "y"']
+    )
+    with pytest.raises(ValueError, match="no source declares module other"):
+        runner.ports_config([adder_v], "other")
+
+
+def test_unknown_public_is_rejected(adder_v: Path) -> None:
+    with pytest.raises(ValueError, match="public 'some': allowed values are 'all', 'ports'"):
+        run_cocotb([adder_v], TOP, TB, simulator="verilator", public="some")
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", ["verilator"], indirect=True)
+def test_public_ports_build(simulator: str, adder_v: Path, tmp_path: Path) -> None:
+    """A Verilator model built with ``public="ports"`` runs the same bench, is cached apart from the
+    one with every signal public, and registers only the ports for VPI access."""
+    env = {"MXU_TB_CONFIG": json.dumps({"width": 8, "beats": 50})}
+    builds = {}
+    for public in ("all", "ports"):
+        result = run_cocotb(
+            [adder_v], TOP, TB, simulator="verilator", seed=4, env=env, public=public, build_dir=tmp_path / public
+        )
+        assert (result.passed, result.failed) == (2, 0), _describe(result)
+        stamp = json.loads((tmp_path / public / runner._STAMP).read_text())
+        builds[public] = stamp
+        syms = "".join(p.read_text() for p in (tmp_path / public).glob("Vtop__Syms*.cpp"))
+        scoped = set(re.findall(r'varInsert\("([^"]+)"', syms))
+        # the adder's sum is an internal signal: visible with every signal public, not with ports only
+        assert {"clk", "rst", "ops__a", "ops__b", "y"} <= scoped, scoped
+        assert (
+            any(n.startswith("$") or n.startswith("\\") for n in scoped)
+            if public == "all"
+            else scoped == {"clk", "rst", "ops__a", "ops__b", "y"}
+        ), (public, scoped)
+    assert builds["all"]["key"] != builds["ports"]["key"]
+    assert builds["ports"]["config"]["public"] == "ports" and "public" not in builds["all"]["config"]
+    assert (tmp_path / "ports" / "ports.vlt").read_text() == runner.ports_config([adder_v], TOP)
+
+
+def test_bad_public_signals_are_rejected(adder_v: Path) -> None:
+    with pytest.raises(ValueError, match=r"public_signals must be plain Verilog identifiers; got 'a\.b'"):
+        run_cocotb([adder_v], TOP, TB, simulator="verilator", public_signals=["a.b"])

@@ -28,7 +28,8 @@ class GEMMSimTop(wiring.Component):
 
     Ports:
         csr: AXI4-Lite slave (the engine's registers); irq: Out(1).
-        finish: In(1), strobe at the end of a run (every checker's refresh-rate check).
+        finish: In(1), strobe at the end of a run (every checker's refresh-rate check, one cycle later:
+            the strobe is registered, so no checker logic depends on a top-level input).
         violation: Out(1), some pseudo-channel's checker latched a JEDEC violation (details on
             ``dev<k>.checker.v_*``); row_error: Out(1), an ACT to a row the model does not store.
         since_col: Out(16), clock cycles since the last column command on any pseudo-channel,
@@ -81,11 +82,14 @@ class GEMMSimTop(wiring.Component):
         top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
         m.submodules.top = DomainRenamer("core")(top)
         wiring.connect(m, wiring.flipped(self.csr), top.csr)
+        # Registered for the same reason as rst: the checkers' whole first-violation chain reads it.
+        finish_q = Signal(reset_less=True)
+        m.d.sync += finish_q.eq(self.finish)
         m.d.comb += self.irq.eq(top.irq)
         for k, dev in enumerate(self.devices):
             m.submodules[f"dev{k}"] = DomainRenamer("core")(dev)
             wiring.connect(m, getattr(top, f"pc{k}"), dev.dram)
-            m.d.comb += dev.finish.eq(self.finish)
+            m.d.comb += dev.finish.eq(finish_q)
             m.d.comb += getattr(self, f"pc{k}_violation").eq(dev.checker.violation)
             for f in VIOLATION_FIELDS:
                 m.d.comb += getattr(self, f"pc{k}_v_{f}").eq(getattr(dev.checker, f"v_{f}"))
