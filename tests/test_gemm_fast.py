@@ -95,3 +95,19 @@ def test_chained_job_is_checked_before_any_build():
     for js, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
             run_gemms(js, progress=False)
+
+
+@pytest.mark.cocotb
+def test_end_of_run_refresh_rate_check_fires():
+    """Regression: the end-of-run strobe was set and cleared in one time step, so no clock edge saw
+    it and the checkers' REFRESH_RATE rule never ran in the HDL bench. Devices that expect a REF
+    every 600 cycles, against the controller's 3,900, fail a 16,984-cycle run at its end (the
+    controller gives 4 REFs; 4 + 8 postponed < 28 tREFI periods), with the rule's name."""
+    cfg = EngineConfig.from_options(rows=4, cols=4)
+    t = cfg.hbm.timing
+    dev = dataclasses.replace(cfg.hbm, timing=dataclasses.replace(t, tREFI=600))
+    rng = np.random.default_rng(1)
+    with pytest.raises(RuntimeError) as exc:
+        run_gemms(jobs(rng, [(64, 64, 64)]), cfg, memory="hdl", progress=False, device_hbm=dev)
+    msg = str(exc.value)
+    assert "end of run: JEDEC violation: REFRESH_RATE" in msg, msg[-2000:]

@@ -117,10 +117,14 @@ async def gemm_jobs(dut):
 
     t_wall = time.perf_counter()
     results = await run_gemm_jobs(dut, cfg, mem, axil, now=now, wait_done=wait_done, drain=drain, special=special)
-    # the refresh-rate check at the end of the run
+    # The refresh-rate check at the end of the run. The strobe is driven from falling edge to falling
+    # edge, so a rising edge samples it (the bench stands on a falling edge here, where an
+    # `await FallingEdge` returns at once); GEMMSimTop registers it, so the checkers latch a cycle later.
     dut.finish.value = 1
+    await RisingEdge(dut.clk)
     await FallingEdge(dut.clk)
     dut.finish.value = 0
+    await RisingEdge(dut.clk)
     await FallingEdge(dut.clk)
     await check_memory_system("end of run")
     results["total_cycles"] = np.array(now())
