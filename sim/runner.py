@@ -421,6 +421,7 @@ def _build_key(
     timescale: tuple[str, str],
     waves: bool,
     wave_format: str,
+    public: dict[str, object] | None = None,
 ) -> tuple[str, dict[str, object]]:
     config: dict[str, object] = {
         "simulator": simulator,
@@ -436,6 +437,8 @@ def _build_key(
     }
     if simulator == "verilator":
         config["opt_fast"] = toolchain.verilator_opt()
+    if public:  # only a ports-only build: an "all" build keeps the key it always had
+        config.update(public)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
     return digest, config
 
@@ -596,14 +599,12 @@ def run_cocotb(
     if simulator == "verilator" and public == "ports":
         vlt = ports_config(source_paths, toplevel) + "".join(
             f'public_flat_rd -module "*" -var "{name}"\n' for name in public_signals)
+    key_public = None
+    if vlt is not None:
+        key_public = {"public": public, **({"public_signals": list(public_signals)} if public_signals else {})}
     digest, config = _build_key(
-        simulator, toplevel, source_paths, build_args, timescale, waves, wave_format
+        simulator, toplevel, source_paths, build_args, timescale, waves, wave_format, key_public
     )
-    if vlt is not None:  # part of the key: a build with every signal public is another model
-        config["public"] = public
-        if public_signals:
-            config["public_signals"] = list(public_signals)
-        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
     if build_dir is None:
         build_dir = build_root() / "cache" / "sim" / f"{simulator}-{toplevel}-{digest}"
         owned_build_dir = True
