@@ -87,6 +87,7 @@ async def gemm_jobs(dut):
 
     t_wall = time.perf_counter()
     results = await run_gemm_jobs(dut, cfg, dev.device, axil, now=lambda: dev.cycle, wait_done=wait_done, drain=drain)
+    dev.device.finish(dev.cycle)  # end of run: no data outstanding, the refresh cadence (REFRESH_RATE)
     results["total_cycles"] = np.array(dev.cycle)
     results["wall_s"] = np.array(time.perf_counter() - t_wall)
     np.savez(cfg.out_npz, **results)
