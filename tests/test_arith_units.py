@@ -226,10 +226,16 @@ def test_int8_mac_wraps(seed):
 CONFIGS = [(f, s) for f in ("bf16", "fp8_e4m3fn", "fp8_e5m2") for s in ("ftz", "ieee")] + [("int8", "ftz")]
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
 @pytest.mark.parametrize("fmt,subnormals", CONFIGS)
 def test_mac_pipeline(fmt, subnormals, stages, seed):
-    """Corner cases + 1,500 random MACs through the pipelined MAC; exact latency and bits."""
+    """Corner cases + 1,500 random MACs through the pipelined MAC; exact latency and bits.
+
+    In Amaranth's simulator this took 420 s of the default suite; under ``--soak`` only, because
+    ``tests/test_mac_cocotb.py::test_mac_depths`` covers the same behaviour faster: every format and
+    mode, every depth, the corner product at every depth (here at three) and the same 1,500 random
+    MACs, exact latency and bits, in one Verilator build per format and mode (about 140 s in all)."""
     cfg = MACConfig(fmt, subnormals, stages)
     rng = np.random.default_rng(seed)
     a, b, c = random_vectors(fmt, 1500, rng)

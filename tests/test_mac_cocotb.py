@@ -3,7 +3,8 @@
 Per simulator and configuration: the corner-case product (every special operand pairing) and
 20,000 random MACs (5,000 at depths 0, 4 and 9) split over the five distributions (one for int8),
 with random input gaps and back-pressure, compared bit for bit with the golden model; ``--soak``
-multiplies the count by 10.
+multiplies the count by 10. And every pipeline depth of every format and mode side by side on one
+stream (``test_mac_depths``, Verilator).
 """
 
 import json
@@ -63,3 +64,35 @@ def test_mac(cfg, simulator, seed, soak, tmp_path):
     assert "corner" in {r["test"] for r in records}
     assert sum(r["vectors"] for r in records if r["test"] != "corner") == n_random
     assert all(r["mismatches"] == 0 for r in records)
+
+
+DEPTH_CONFIGS = [(f, s) for f in ("bf16", "fp8_e4m3fn", "fp8_e5m2") for s in ("ftz", "ieee")] + [("int8", "ftz")]
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", ["verilator"], indirect=True)
+@pytest.mark.parametrize("fmt,subnormals", DEPTH_CONFIGS)
+def test_mac_depths(fmt, subnormals, simulator, seed, soak, tmp_path):
+    """Every pipeline depth (0 to MAX_STAGES) of every format and subnormal mode at once, on one input
+    stream: the full corner product and 1,500 random MACs (15,000 with ``--soak``) go through all ten
+    depths, each with its exact latency and bit-exact against the golden model
+    (``verif.hdl.mac_depths.MACDepths``, one Verilator build per format and mode)."""
+    from hw.arith import MAX_STAGES
+    from verif.hdl.mac_depths import MACDepths
+
+    n_random = 1500 * (10 if soak else 1)
+    verilog = generate_verilog(lambda: MACDepths(fmt, subnormals), name="mac_depths", key=(fmt, subnormals))
+    report = tmp_path / "report.jsonl"
+    env = {
+        "MXU_TB_CONFIG": json.dumps({"fmt": fmt, "subnormals": subnormals, "seed": seed, "random": n_random}),
+        "MXU_TB_REPORT": str(report),
+    }
+    result = run_cocotb([verilog], "mac_depths", "verif.tb.mac_depths_tb", simulator=simulator, env=env)
+    print(
+        f"{simulator} {fmt}-{subnormals} depths 0..{MAX_STAGES}: seed {seed}, build {result.build_s:.1f} s, "
+        f"test {result.test_s:.1f} s"
+    )
+    assert result.failed == 0, result.log_tail()
+    records = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [r["stages"] for r in records] == list(range(MAX_STAGES + 1))
+    assert all(r["mismatches"] == 0 and r["vectors"] == r["corners"] + n_random for r in records)
