@@ -255,9 +255,10 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         try:
             top, tb = ("gemm", "verif.tb.gemm_tb") if memory == "python" else ("gemm_sim", "verif.tb.gemm_fast_tb")
             # the benches reach the top ports, the HDL device models' stores (marked public in their
-            # Verilog) and, for a trace, the few engine signals it samples
+            # Verilog) and, for a trace, the few engine signals it samples. The per-cycle bench keeps
+            # those probes in every build, so one build serves runs with and without a trace.
             probes = ()
-            if trace:
+            if memory == "python":
                 from verif.tb.gemm_tb import TRACE_SIGNALS as probes
             res = run_cocotb([verilog], top, tb, simulator=sim, public_signals=probes,
                              waves_path=Path(waves).resolve() if waves else None,
