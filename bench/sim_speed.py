@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 
@@ -64,18 +65,10 @@ def measure(sim: str, memory: str, shapes, seed: int, cold: bool, array: tuple[i
         _cold(sim, memory)
     # A cold build compiles everything: the compiler cache (sim.toolchain.ccache_executable) would
     # serve Verilator's run-time library from an earlier build of any configuration.
-    saved = os.environ.get("MXU_CCACHE")
-    if cold:
-        os.environ["MXU_CCACHE"] = "0"
-    try:
+    with patch.dict(os.environ, {"MXU_CCACHE": "0"} if cold else {}):
         t0 = time.perf_counter()
         results, info = run_gemms(jobs, cfg, sim=sim, memory=memory, progress=False)
         wall = time.perf_counter() - t0
-    finally:
-        if saved is None:
-            os.environ.pop("MXU_CCACHE", None)
-        else:
-            os.environ["MXU_CCACHE"] = saved
     exact = all(
         np.array_equal(r.bits, matmul(j.a, j.b, None, fmt="bf16", subnormals="ftz").view(np.uint32))
         for j, r in zip(jobs, results)

@@ -34,33 +34,39 @@ def _id(cfg):
     return f"{cfg.fmt}-{cfg.subnormals}-s{cfg.stages}"
 
 
+def _run_bench(verilog, top: str, bench: str, simulator: str, config: dict, report, what: str):
+    """Run testbench ``bench`` on ``verilog`` with ``config`` as ``MXU_TB_CONFIG``; fail on a failed
+    cocotb test; return the bench's JSON-lines records (a skipped cocotb test counts as passed, so the
+    callers check from these that the vectors ran)."""
+    env = {"MXU_TB_CONFIG": json.dumps(config), "MXU_TB_REPORT": str(report)}
+    result = run_cocotb([verilog], top, bench, simulator=simulator, env=env)
+    print(f"{simulator} {what}: seed {config['seed']}, build {result.build_s:.1f} s, test {result.test_s:.1f} s")
+    assert result.failed == 0, result.log_tail()
+    return [json.loads(line) for line in report.read_text().splitlines()]
+
+
 @pytest.mark.cocotb
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
 def test_mac(cfg, simulator, seed, soak, tmp_path):
     n_random = (DEFAULT_RANDOM if cfg.stages == 2 else DEFAULT_RANDOM // 4) * (10 if soak else 1)
     verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
-    report = tmp_path / "report.jsonl"
-    env = {
-        "MXU_TB_CONFIG": json.dumps(
-            {
-                "fmt": cfg.fmt,
-                "subnormals": cfg.subnormals,
-                "stages": cfg.stages,
-                "seed": seed,
-                "random_total": n_random,
-                "gaps": True,
-            }
-        ),
-        "MXU_TB_REPORT": str(report),
+    config = {
+        "fmt": cfg.fmt,
+        "subnormals": cfg.subnormals,
+        "stages": cfg.stages,
+        "seed": seed,
+        "random_total": n_random,
+        "gaps": True,
     }
-    result = run_cocotb([verilog], "mac", "verif.tb.mac_tb", simulator=simulator, env=env)
-    print(
-        f"{simulator} {_id(cfg)}: {n_random} random MACs + corners, seed {seed}, "
-        f"build {result.build_s:.1f} s, test {result.test_s:.1f} s"
+    records = _run_bench(
+        verilog,
+        "mac",
+        "verif.tb.mac_tb",
+        simulator,
+        config,
+        tmp_path / "report.jsonl",
+        f"{_id(cfg)}: {n_random} random MACs + corners",
     )
-    assert result.failed == 0, result.log_tail()
-    # The testbench's own records prove the vectors ran (a skipped cocotb test counts as passed).
-    records = [json.loads(line) for line in report.read_text().splitlines()]
     assert "corner" in {r["test"] for r in records}
     assert sum(r["vectors"] for r in records if r["test"] != "corner") == n_random
     assert all(r["mismatches"] == 0 for r in records)
@@ -82,17 +88,15 @@ def test_mac_depths(fmt, subnormals, simulator, seed, soak, tmp_path):
 
     n_random = 1500 * (10 if soak else 1)
     verilog = generate_verilog(lambda: MACDepths(fmt, subnormals), name="mac_depths", key=(fmt, subnormals))
-    report = tmp_path / "report.jsonl"
-    env = {
-        "MXU_TB_CONFIG": json.dumps({"fmt": fmt, "subnormals": subnormals, "seed": seed, "random": n_random}),
-        "MXU_TB_REPORT": str(report),
-    }
-    result = run_cocotb([verilog], "mac_depths", "verif.tb.mac_depths_tb", simulator=simulator, env=env)
-    print(
-        f"{simulator} {fmt}-{subnormals} depths 0..{MAX_STAGES}: seed {seed}, build {result.build_s:.1f} s, "
-        f"test {result.test_s:.1f} s"
+    config = {"fmt": fmt, "subnormals": subnormals, "seed": seed, "random": n_random}
+    records = _run_bench(
+        verilog,
+        "mac_depths",
+        "verif.tb.mac_depths_tb",
+        simulator,
+        config,
+        tmp_path / "report.jsonl",
+        f"{fmt}-{subnormals} depths 0..{MAX_STAGES}",
     )
-    assert result.failed == 0, result.log_tail()
-    records = [json.loads(line) for line in report.read_text().splitlines()]
     assert [r["stages"] for r in records] == list(range(MAX_STAGES + 1))
     assert all(r["mismatches"] == 0 and r["vectors"] == r["corners"] + n_random for r in records)

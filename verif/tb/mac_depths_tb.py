@@ -1,5 +1,6 @@
 """cocotb testbench of :class:`verif.hdl.mac_depths.MACDepths`: every pipeline depth of one MAC
-configuration on one input stream (runs under Verilator and Icarus).
+configuration on one input stream (the default suite runs it on Verilator; it has no
+simulator-specific code).
 
 Configuration comes from the environment variable ``MXU_TB_CONFIG``, a JSON object::
 
