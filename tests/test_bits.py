@@ -41,7 +41,7 @@ def test_shift_right_jam(seed):
     rng = np.random.default_rng(seed)
     m = Module()
     x, amt, y = Signal(W), Signal(11), Signal(W)
-    m.d.comb += y.eq(shift_right_jam(x, W, amt))
+    m.d.comb += y.eq(shift_right_jam(m, x, W, amt))
     amounts = list(range(41)) + [63, 64, 100, 639, 1023, 1024 + 5, 2047]
     xs = _operands(rng, 60)
     vectors = [(v, a) for v in xs for a in amounts]
@@ -58,8 +58,8 @@ def test_normalize_left_matches_leading_zeros(seed):
     rng = np.random.default_rng(seed)
     m = Module()
     x, y, n, lz = Signal(W), Signal(W), Signal(5), Signal(5)
-    sh, cnt = normalize_left(x, W)
-    m.d.comb += [y.eq(sh), n.eq(cnt), lz.eq(leading_zeros(x, W))]
+    sh, cnt = normalize_left(m, x, W)
+    m.d.comb += [y.eq(sh), n.eq(cnt), lz.eq(leading_zeros(m, x, W))]
     xs = [v for v in _operands(rng, 400) if v]
     got = _run(m, [x], [y, n, lz], [(v,) for v in xs])
     for v, (r, count, lzc) in zip(xs, got):
@@ -74,8 +74,8 @@ def test_normalize_left_split_in_two_steps(seed):
     rng = np.random.default_rng(seed)
     m = Module()
     x, y, n = Signal(W), Signal(W), Signal(5)
-    mid, hi = normalize_left(x, W, steps=(16, 8))
-    sh, lo = normalize_left(mid, W, steps=(4, 2, 1))
+    mid, hi = normalize_left(m, x, W, steps=(16, 8), name="hi")
+    sh, lo = normalize_left(m, mid, W, steps=(4, 2, 1), name="lo")
     m.d.comb += [y.eq(sh), n.eq(hi | lo)]
     xs = [v for v in _operands(rng, 400) if v] + [1, 1 << 8, (1 << 8) - 1, 1 << 26]
     got = _run(m, [x], [y, n], [(v,) for v in xs])
@@ -87,7 +87,7 @@ def test_normalize_left_split_in_two_steps(seed):
 
 def test_normalize_left_rejects_bad_step():
     with pytest.raises(ValueError, match=r"^steps must be among \[16, 8, 4, 2, 1\] for width 27; got \[3\]$"):
-        normalize_left(Signal(W), W, steps=(3,))
+        normalize_left(Module(), Signal(W), W, steps=(3,))
 
 
 def test_comparisons_with_constants():
@@ -108,3 +108,29 @@ def test_comparisons_with_constants():
         assert list(ru) == [int(uv < k) for k in ks_u], uv
         assert list(rl) == [int(sv < k) for k in ks_s], sv
         assert list(rg) == [int(sv > k) for k in ks_s], sv
+
+
+def test_leading_zeros_of_zero_is_the_width():
+    m = Module()
+    x, lz = Signal(W), Signal(5)
+    m.d.comb += lz.eq(leading_zeros(m, x, W))
+    assert _run(m, [x], [lz], [(0,), (1,), (1 << 26,)]) == [(27,), (26,), (0,)]
+
+
+@pytest.mark.parametrize("block", ["shift_right_jam", "normalize_left", "leading_zeros"])
+def test_each_stage_is_written_once_in_the_verilog(block):
+    """Regression: Amaranth writes an expression out once per use, and every shifter stage used the
+    previous one twice, so the operand ``p ^ q`` was written 2**stages times (the bf16 IEEE PE had
+    4,081 assigns; Icarus evaluated each copy). Now the operand and each stage are named wires."""
+    from amaranth.back import rtlil
+
+    m = Module()
+    p, q, amt, y = Signal(W), Signal(W), Signal(11), Signal(W)
+    if block == "shift_right_jam":
+        m.d.comb += y.eq(shift_right_jam(m, p ^ q, W, amt))
+    elif block == "normalize_left":
+        m.d.comb += y.eq(normalize_left(m, p ^ q, W)[0])
+    else:
+        m.d.comb += y.eq(leading_zeros(m, p ^ q, W))
+    text = rtlil.convert(m, ports=[p, q, amt, y])
+    assert text.count("cell $xor ") == 1

@@ -8,7 +8,7 @@ from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .bits import leading_zeros
+from .bits import leading_zeros, wire
 from .formats import BF16, PRODUCT_EXP_BITS, Product, Subnormals
 
 __all__ = ["BF16Multiplier", "bf16_multiply", "bf16_decode_pair", "bf16_significand_product",
@@ -29,18 +29,18 @@ def bf16_decode_pair(m: Module, a, b, subnormals: Subnormals) -> dict:
     """
     ftz = Subnormals(subnormals) is Subnormals.FTZ
 
-    def decode(x):
-        e_zero = x.exponent == 0
-        e_max = x.exponent == 0xFF
-        man_zero = x.mantissa == 0
+    def decode(x, name):
+        e_zero = wire(m, x.exponent == 0, f"{name}_exp_zero")
+        e_max = wire(m, x.exponent == 0xFF, f"{name}_exp_max")
+        man_zero = wire(m, x.mantissa == 0, f"{name}_man_zero")
         zero = e_zero if ftz else (e_zero & man_zero)
         # Significand with its hidden bit; subnormals have hidden bit 0 and exponent 1 - 127.
         sig = Cat(x.mantissa, ~e_zero)
         exp = Mux(e_zero, 1, x.exponent)  # biased, 1..254
         return sig, exp, zero, e_max & man_zero, e_max & ~man_zero
 
-    sig_a, exp_a, zero_a, inf_a, nan_a = decode(a)
-    sig_b, exp_b, zero_b, inf_b, nan_b = decode(b)
+    sig_a, exp_a, zero_a, inf_a, nan_a = decode(a, "a")
+    sig_b, exp_b, zero_b, inf_b, nan_b = decode(b, "b")
     nan = nan_a | nan_b | (inf_a & zero_b) | (zero_a & inf_b)
     inf = (inf_a | inf_b) & ~nan
     zero = (zero_a | zero_b) & ~nan & ~inf
@@ -76,7 +76,7 @@ def bf16_normalize_product(m: Module, raw, exp, sign, zero, inf, nan, subnormals
         sig = Mux(top, raw, raw << 1)
         e = exp + top
     else:
-        lz = leading_zeros(raw, 16)
+        lz = leading_zeros(m, raw, 16, name="product_lz")
         sig = (raw << lz)[:16]
         e = exp + 1 - lz
     m.d.comb += [

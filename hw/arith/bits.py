@@ -1,37 +1,56 @@
-"""Small combinational building blocks shared by the arithmetic units (pure functions on Values)."""
+"""Small combinational building blocks shared by the arithmetic units.
 
-from amaranth import Cat, Const, Mux, Value
+The functions that build multi-level structures (:func:`leading_zeros`, :func:`shift_right_jam`,
+:func:`normalize_left`) add their intermediate values to a module as named wires: Amaranth writes an
+expression out once for every place it is used, so a shifter stage that uses the previous stage twice
+(once shifted, once not) would double the Verilog at every stage (32 copies of the operand after five
+stages; the bf16 PE's Verilog was three times its size and Icarus evaluated every copy).
+"""
 
-__all__ = ["leading_zeros", "normalize_left", "shift_right_jam", "lt_const", "signed_lt_const", "signed_gt_const"]
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+
+__all__ = ["wire", "leading_zeros", "normalize_left", "shift_right_jam", "lt_const", "signed_lt_const",
+           "signed_gt_const"]
 
 
-def leading_zeros(x: Value, width: int) -> Value:
+def wire(m: Module, value, name: str) -> Signal:
+    """``value`` driven onto a new wire ``name`` of its shape (written once in the Verilog)."""
+    sig = Signal(Value.cast(value).shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def leading_zeros(m: Module, x: Value, width: int, name: str = "lz") -> Signal:
     """Count of leading zero bits of the ``width``-bit value ``x`` (``width`` when x == 0).
 
     The leading one is isolated as a one-hot vector (a prefix OR from the MSB down), then each bit of
     the count is the OR of the one-hot positions whose count has that bit set (for the 2-stage bf16
     MAC this mapped smaller on ECP5 than a priority chain of muxes or a recursive LZC tree; see
-    ``bench/mac_area.py`` for the current figure). Result width: ``width.bit_length()`` bits.
+    ``bench/mac_area.py`` for the current figure). Adds the wires ``<name>_x``, ``<name>_seen`` (the
+    prefix OR), ``<name>_onehot`` and ``<name>`` (the count) to ``m``. Result width:
+    ``width.bit_length()`` bits.
     """
     nbits = width.bit_length()
-    seen = Const(0, 1)
-    onehot = []
-    for i in reversed(range(width)):          # from the MSB down
-        onehot.append(x[i] & ~seen)            # onehot[k] <-> k leading zeros
-        seen = seen | x[i]
+    x = wire(m, x[:width], f"{name}_x")
+    seen = Signal(width, name=f"{name}_seen")      # seen[k]: a one among the top k + 1 bits
+    onehot = Signal(width, name=f"{name}_onehot")  # onehot[k] <-> exactly k leading zeros
+    for k in range(width):                         # from the MSB down
+        i = width - 1 - k
+        m.d.comb += seen[k].eq(x[i] if k == 0 else seen[k - 1] | x[i])
+        m.d.comb += onehot[k].eq(x[i] if k == 0 else x[i] & ~seen[k - 1])
     bits = []
     for b in range(nbits):
         terms = [onehot[k] for k in range(width) if (k >> b) & 1]
         if (width >> b) & 1:
-            terms.append(~seen)                # x == 0 counts width
+            terms.append(~seen[width - 1])         # x == 0 counts width
         acc = Const(0, 1)
         for t in terms:
             acc = acc | t
         bits.append(acc)
-    return Cat(*bits)
+    return wire(m, Cat(*bits), name)
 
 
-def shift_right_jam(x: Value, width: int, amount: Value) -> Value:
+def shift_right_jam(m: Module, x: Value, width: int, amount: Value, name: str = "srj") -> Signal:
     """``x >> amount`` on ``width`` bits with every shifted-out bit ORed into bit 0 ("jamming").
 
     Jamming is round-to-odd at the LSB: the result's bits above bit 0 equal those of the exact
@@ -41,10 +60,12 @@ def shift_right_jam(x: Value, width: int, amount: Value) -> Value:
     bit k of ``amount`` is set and ORs the 2**k bits it drops into the sticky bit, so the sticky bit
     costs one small OR per stage and no comparator (comparisons against constants become carry
     chains in Yosys's ECP5 mapping: the earlier thermometer-mask version spent 27 of them).
-    Returns a ``width``-bit value.
+    Adds the wires ``<name>_x``, ``<name>_s<k>`` and ``<name>_sticky<k>`` (after stage k) and
+    ``<name>`` (the result) to ``m``. Returns a ``width``-bit signal.
     """
     stages = max(1, (width - 1).bit_length())      # 2**stages - 1 >= width - 1
-    cur = x[:width]
+    x = wire(m, x[:width], f"{name}_x")
+    cur = x
     sticky = Const(0, 1)
     for k in range(min(stages, len(amount))):
         step = 1 << k
@@ -52,12 +73,12 @@ def shift_right_jam(x: Value, width: int, amount: Value) -> Value:
             shifted, dropped = Const(0, width), cur.any()
         else:
             shifted, dropped = cur[step:], cur[:step].any()
-        sticky = sticky | (amount[k] & dropped)
-        cur = Mux(amount[k], shifted, cur)
+        sticky = wire(m, sticky | (amount[k] & dropped), f"{name}_sticky{k}")
+        cur = wire(m, Mux(amount[k], shifted, cur), f"{name}_s{k}")
     kept = Cat(cur[0] | sticky, cur[1:])
     if len(amount) > stages:                        # 2**stages or more: everything is shifted out
-        return Mux(amount[stages:].any(), Cat(x[:width].any(), Const(0, width - 1)), kept)
-    return kept
+        kept = Mux(amount[stages:].any(), Cat(x.any(), Const(0, width - 1)), kept)
+    return wire(m, kept, name)
 
 
 def lt_const(x: Value, k: int) -> Value:
@@ -93,7 +114,7 @@ def signed_gt_const(x: Value, k: int) -> Value:
     return ~signed_lt_const(x, k + 1)
 
 
-def normalize_left(x: Value, width: int, steps=None) -> tuple[Value, Value]:
+def normalize_left(m: Module, x: Value, width: int, steps=None, name: str = "nl") -> tuple[Signal, Value]:
     """Shift the ``width``-bit ``x`` left until its MSB is 1; returns ``(shifted, count)``.
 
     ``count`` is the number of leading zeros (``2**k - 1`` >= width - 1 bits wide; for x == 0 the
@@ -105,8 +126,9 @@ def normalize_left(x: Value, width: int, steps=None) -> tuple[Value, Value]:
 
     ``steps`` (optional) limits the work to those shift amounts (powers of two, e.g. ``(16, 8)`` then
     ``(4, 2, 1)``), so a pipeline register can split the normalization: the count then has the bits of
-    the other steps zero and the two partial counts OR together. Raises ``ValueError`` for a step
-    that is not a power of two below ``width``'s stage range.
+    the other steps zero and the two partial counts OR together. Adds the wires ``<name>_x`` and
+    ``<name>_s<step>`` (after the shift by ``step``) to ``m``. Raises ``ValueError`` for a step that is
+    not a power of two below ``width``'s stage range.
     """
     stages = max(1, (width - 1).bit_length())
     all_steps = [1 << k for k in reversed(range(stages))]
@@ -115,14 +137,14 @@ def normalize_left(x: Value, width: int, steps=None) -> tuple[Value, Value]:
     bad = [st for st in steps if st not in all_steps]
     if bad:
         raise ValueError(f"steps must be among {all_steps} for width {width}; got {bad}")
-    cur = x[:width]
+    cur = wire(m, x[:width], f"{name}_x")
     bits = []
     for k in reversed(range(stages)):
         step = 1 << k
         if step >= width or step not in steps:
             bits.append(Const(0, 1))
             continue
-        zero_top = ~cur[width - step:].any()
-        cur = Mux(zero_top, Cat(Const(0, step), cur[:width - step]), cur)
+        zero_top = wire(m, ~cur[width - step:].any(), f"{name}_z{step}")
+        cur = wire(m, Mux(zero_top, Cat(Const(0, step), cur[:width - step]), cur), f"{name}_s{step}")
         bits.append(zero_top)
     return cur, Cat(*reversed(bits))

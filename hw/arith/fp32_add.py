@@ -26,7 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bf16_mul import ZERO_EXP
-from .bits import leading_zeros, normalize_left, shift_right_jam, signed_gt_const, signed_lt_const
+from .bits import leading_zeros, normalize_left, shift_right_jam, signed_gt_const, signed_lt_const, wire
 from .formats import FP32, FP32_CANONICAL_NAN, Product, Subnormals
 from .pipeline import Cuts
 
@@ -50,10 +50,11 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     ftz = Subnormals(subnormals) is Subnormals.FTZ
 
     # ---- decode the accumulator -------------------------------------------------------------
-    c_ezero = acc.exponent == 0
-    c_emax = acc.exponent == 0xFF
-    c_nan = c_emax & (acc.mantissa != 0)
-    c_inf = c_emax & (acc.mantissa == 0)
+    c_ezero = wire(m, acc.exponent == 0, "c_exp_zero")
+    c_emax = wire(m, acc.exponent == 0xFF, "c_exp_max")
+    c_man_zero = wire(m, acc.mantissa == 0, "c_man_zero")
+    c_nan = c_emax & ~c_man_zero
+    c_inf = c_emax & c_man_zero
     if ftz:                                   # DAZ: a subnormal reads as zero of its sign
         c_sig = Mux(c_ezero, 0, Cat(acc.mantissa, Const(1, 1)))
         c_exp = Mux(c_ezero, ZERO_EXP, acc.exponent - 127)
@@ -88,7 +89,7 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     big_sig = Mux(swap, x["p_sig"], x["c_sig"])
     small_sig = Mux(swap, x["c_sig"], x["p_sig"])
     big_w = Cat(Const(0, 3), big_sig)
-    small_w = shift_right_jam(Cat(Const(0, 3), small_sig), _WIN, diff)
+    small_w = shift_right_jam(m, Cat(Const(0, 3), small_sig), _WIN, diff, name="align")
     s = cuts.cut("align", big_w=big_w, small_w=small_w, e_big=e_big,
                  sign_big=Mux(swap, x["p_sign"], x["c_sign"]), sub=x["c_sign"] ^ x["p_sign"],
                  nan=x["nan"], inf=x["inf"], inf_sign=x["inf_sign"], zero_sign=x["zero_sign"], valid=x["valid"])
@@ -128,14 +129,14 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
         # count and shift in one structure (bits.normalize_left); for mag == 0 the count is
         # meaningless and exact_zero decides the result
         x0 = Mux(carry, right1(mag), mag[:_WIN]) if split else mag[:_WIN]
-        coarse, cnt_hi = normalize_left(x0, _WIN, steps=(16, 8))
+        coarse, cnt_hi = normalize_left(m, x0, _WIN, steps=(16, 8), name="norm_hi")
         h = cuts.cut("norm1", x=coarse, cnt_hi=cnt_hi, mag=None if split else mag, carry=carry,
                      e_big=a["e_big"], **flags)
-        shifted, cnt_lo = normalize_left(h["x"], _WIN, steps=(4, 2, 1))
+        shifted, cnt_lo = normalize_left(m, h["x"], _WIN, steps=(4, 2, 1), name="norm_lo")
         m.d.comb += lshift.eq(h["cnt_hi"] | cnt_lo)
         norm_v = shifted if split else Mux(h["carry"], right1(h["mag"]), shifted)
     else:
-        lz = leading_zeros(mag[:_WIN], _WIN)
+        lz = leading_zeros(m, mag[:_WIN], _WIN, name="sum_lz")
         room = a["e_big"] - _EMIN             # >= 0: the big exponent is never below -126 in IEEE
         amount = Mux(lz > room, room, lz)
         h = cuts.cut("norm1", mag=mag, amount=amount, carry=carry, e_big=a["e_big"], **flags)
