@@ -274,10 +274,12 @@ def hbm_area(d) -> Table:
             _n(r["CCU2C"]),
             _n(r["TRELLIS_DPR16X4"]),
             _n(r["DP16KD"]),
+            _n(round(r["verilog_bytes"] / 1000)),
         ]
         for r in d
     ]
-    return Table(["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD"], rows)
+    return Table(["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD",
+                  "Verilog (kB)"], rows)
 
 
 # ---- FPGA flow (bench/synth_scale.py, mxu synth, mxu board build) ----

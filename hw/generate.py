@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from amaranth.hdl import Shape
@@ -93,16 +94,42 @@ def _pe_and_row_verilog(config, name: str) -> tuple[str, str]:
     return pe_text, row_text
 
 
-def verilog_with_mxu(make, mxu_config, name: str) -> str:
+def verilog_with_mxu(make, mxu_config, name: str, hbm_config=None) -> str:
     """Verilog of a component that holds an MXU, with the MXU's PE and row as separate modules
     (``<name>_pe``, ``<name>_row``) as :func:`mxu_verilog` does; ``make(row_name)`` builds the
     component with ``pe_blackbox=True`` and that row module name (so the PE is compiled once, not
-    once per instance)."""
+    once per instance).
+
+    With ``hbm_config`` (the component holds an HBM controller of that configuration) the pseudo-channel
+    controller is one more module, ``<name>_pc``, instantiated once per pseudo-channel:
+    ``make(row_name, ctrl_name)`` then passes ``ctrl_name`` on to the
+    :class:`~hw.hbm.axi.HBMController`. The controller is most of a GEMM top's Verilog (about 1 MB
+    per pseudo-channel), so it is converted once, and its text is reused by every design of the
+    process with the same configuration.
+    """
     from amaranth.back import verilog
 
     pe_text, row_text = _pe_and_row_verilog(mxu_config, name)
-    top_text = verilog.convert(make(f"{name}_row"), name=name, emit_src=False)
-    return "\n".join((pe_text, row_text, top_text))
+    parts = [pe_text, row_text]
+    if hbm_config is None:
+        top = make(f"{name}_row")
+    else:
+        parts.append(_pc_verilog(hbm_config, f"{name}_pc"))
+        top = make(f"{name}_row", f"{name}_pc")
+    parts.append(verilog.convert(top, name=name, emit_src=False))
+    return "\n".join(parts)
+
+
+@functools.lru_cache(maxsize=8)
+def _pc_verilog(hbm_config, module_name: str) -> str:
+    """Verilog of one :class:`~hw.hbm.controller.PseudoChannelController` as module ``module_name``
+    (without ``(* top = 1 *)``; its submodules are ``module_name.<part>``)."""
+    from amaranth.back import verilog
+
+    from .hbm.controller import PseudoChannelController
+
+    text = verilog.convert(PseudoChannelController(hbm_config), name=module_name, emit_src=False)
+    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)
 
 
 def engine_verilog(config, name: str = "engine") -> str:
@@ -115,15 +142,23 @@ def engine_verilog(config, name: str = "engine") -> str:
 
 def gemm_top_verilog(config, name: str = "gemm") -> str:
     """Verilog text of :class:`hw.top.GEMMTop` (engine + HBM controller) with the MXU's PE and row
-    as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does."""
+    as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does, and the
+    pseudo-channel controller as module ``<name>_pc``."""
     from .top import GEMMTop
 
-    return verilog_with_mxu(lambda row: GEMMTop(config, pe_blackbox=True, row_name=row), config.mxu, name)
+    def make(row, ctrl):
+        return GEMMTop(config, pe_blackbox=True, row_name=row, ctrl_name=ctrl)
+
+    return verilog_with_mxu(make, config.mxu, name, hbm_config=config.hbm)
 
 
 def board_top_verilog(config, name: str = "board") -> str:
     """Verilog text of :class:`hw.board.BoardTop` (engine + HBM controller + BRAM emulators + UART
-    bridge) with the MXU's PE and row as separate modules, as :func:`gemm_top_verilog` does."""
+    bridge) with the MXU's PE and row and the pseudo-channel controller as separate modules, as
+    :func:`gemm_top_verilog` does."""
     from .board import BoardTop
 
-    return verilog_with_mxu(lambda row: BoardTop(config, pe_blackbox=True, row_name=row), config.engine.mxu, name)
+    def make(row, ctrl):
+        return BoardTop(config, pe_blackbox=True, row_name=row, ctrl_name=ctrl)
+
+    return verilog_with_mxu(make, config.engine.mxu, name, hbm_config=config.engine.hbm)

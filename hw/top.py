@@ -30,11 +30,13 @@ class GEMMTop(wiring.Component):
     Args:
         config: :class:`EngineConfig`.
         pe_blackbox, row_name: see :class:`~hw.mxu.MXU` (Verilog generation).
+        ctrl_name: see :class:`~hw.hbm.axi.HBMController` (Verilog generation).
     """
 
-    def __init__(self, config: EngineConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row"):
+    def __init__(self, config: EngineConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row",
+                 ctrl_name: str | None = None):
         self.config = config or EngineConfig()
-        self.pe_blackbox, self.row_name = pe_blackbox, row_name
+        self.pe_blackbox, self.row_name, self.ctrl_name = pe_blackbox, row_name, ctrl_name
         members = {"csr": Out(axi4lite_signature()), "irq": Out(1)}
         for k in range(self.config.hbm.pseudo_channels):
             members[f"pc{k}"] = Out(dram_signature(self.config.hbm))
@@ -45,7 +47,8 @@ class GEMMTop(wiring.Component):
         m = Module()
         cfg = self.config
         m.submodules.engine = eng = GEMMEngine(cfg, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
-        m.submodules.hbm = hbm = HBMController(cfg.hbm, axi_ports=3, id_bits=1, rob_depth=cfg.rob_depth)
+        m.submodules.hbm = hbm = HBMController(cfg.hbm, axi_ports=3, id_bits=1, rob_depth=cfg.rob_depth,
+                                               ctrl_name=self.ctrl_name)
         wiring.connect(m, wiring.flipped(self.csr), eng.csr)
         m.d.comb += self.irq.eq(eng.irq)
         wiring.connect(m, eng.mem_a, hbm.axi0)

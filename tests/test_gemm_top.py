@@ -90,3 +90,52 @@ def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
     fed = (samples[:, 1] == 1) & (samples[:, 2] == 1)
     assert int(fed.sum()) == r.perf["perf_feed"] == 8
     assert samples.shape[1] == 13 and np.all(np.diff(samples[:, 0]) == 1)
+
+
+def test_controller_is_one_module_in_the_gemm_top():
+    """The GEMM top's Verilog holds the pseudo-channel controller once, as module ``gemm_pc``, with one
+    instance per pseudo-channel; only the top keeps ``(* top = 1 *)`` (Yosys's ``hierarchy`` picks
+    its top by it)."""
+    import os
+    import re
+
+    from hw.generate import gemm_top_verilog
+
+    os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+    text = gemm_top_verilog(EngineConfig.from_options(rows=2, cols=2, fmt="int8"), "gemm")
+    assert re.findall(r"^module (gemm_pc)\(", text, re.M) == ["gemm_pc"]
+    assert re.findall(r"^  gemm_pc (\w+) \($", text, re.M) == ["pc0_ctrl", "pc1_ctrl"]
+    assert text.count("top =  1") == 1 and text.index("top =  1") > text.index("module gemm_pc(")
+
+
+@pytest.mark.parametrize("pseudo_channels", [1, 4])
+def test_controller_instances_follow_the_pseudo_channels(pseudo_channels):
+    """``HBMController(ctrl_name=...)``: one instance of the named module per pseudo-channel, with the
+    clock, the reset and every port of the controller's signature connected by name."""
+    import re
+
+    from amaranth.back import verilog
+
+    from hw.generate import port_table
+    from hw.hbm import HBMConfig
+    from hw.hbm.axi import HBMController
+    from hw.hbm.controller import PseudoChannelController
+
+    cfg = HBMConfig(pseudo_channels=pseudo_channels)
+    text = verilog.convert(HBMController(cfg, ctrl_name="the_pc"), name="hbm", emit_src=False)
+    assert re.findall(r"^  the_pc (\w+) \($", text, re.M) == [f"pc{k}_ctrl" for k in range(pseudo_channels)]
+    body = text[text.index("the_pc pc0_ctrl ("):]
+    body = body[: body.index(");")]
+    ports = sorted(re.findall(r"^    \.(\w+)\(", body, re.M))
+    ctrl = PseudoChannelController(cfg)
+    ctrl._MustUse__silence = True  # built for its signature only
+    assert ports == sorted(row["name"] for row in port_table(ctrl))
+
+
+def test_module_instance_rejects_a_plain_elaboratable():
+    from amaranth.hdl import Module
+
+    from hw.instance import ModuleInstance
+
+    with pytest.raises(TypeError, match=r"^component must be a wiring.Component; got <amaranth"):
+        ModuleInstance(Module(), "x")

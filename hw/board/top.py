@@ -106,11 +106,13 @@ class BoardTop(wiring.Component):
     Args:
         config: :class:`BoardConfig`.
         pe_blackbox, row_name: see :class:`~hw.mxu.MXU` (Verilog generation).
+        ctrl_name: see :class:`~hw.hbm.axi.HBMController` (Verilog generation).
     """
 
-    def __init__(self, config: BoardConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row"):
+    def __init__(self, config: BoardConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row",
+                 ctrl_name: str | None = None):
         self.config = config or BoardConfig()
-        self.pe_blackbox, self.row_name = pe_blackbox, row_name
+        self.pe_blackbox, self.row_name, self.ctrl_name = pe_blackbox, row_name, ctrl_name
         super().__init__({"uart_rx": In(1, init=1), "uart_tx": Out(1, init=1), "led": Out(8)})
 
     def elaborate(self, platform):
@@ -118,7 +120,8 @@ class BoardTop(wiring.Component):
         bc = self.config
         cfg = bc.engine
         m.submodules.engine = eng = GEMMEngine(cfg, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
-        m.submodules.hbm = hbm = HBMController(cfg.hbm, axi_ports=4, id_bits=1, rob_depth=cfg.rob_depth)
+        m.submodules.hbm = hbm = HBMController(cfg.hbm, axi_ports=4, id_bits=1, rob_depth=cfg.rob_depth,
+                                               ctrl_name=self.ctrl_name)
         wiring.connect(m, eng.mem_a, hbm.axi0)
         wiring.connect(m, eng.mem_w, hbm.axi1)
         wiring.connect(m, eng.mem_c, hbm.axi2)

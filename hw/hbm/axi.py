@@ -33,6 +33,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..config import check_int, check_pow2
+from ..instance import ModuleInstance
 from .config import HBMConfig
 from .controller import PseudoChannelController, dram_signature
 from .interface import check_config
@@ -73,12 +74,16 @@ class HBMController(wiring.Component):
         axi_ports: AXI4 slave ports, 1..8.
         id_bits: AXI ID width, 1..16 bits.
         rob_depth: read reorder-buffer beats per port, a power of two from 2 to 256.
+        ctrl_name: instantiate each pseudo-channel controller as the Verilog module of this name
+            (:class:`~hw.instance.ModuleInstance`; Verilog generation, see
+            :func:`hw.generate.verilog_with_mxu`) instead of flattening it into this module.
 
     Raises:
         ValueError: a parameter out of range, naming it and the allowed values.
     """
 
-    def __init__(self, config: HBMConfig, axi_ports: int = 1, id_bits: int = 4, rob_depth: int = 16):
+    def __init__(self, config: HBMConfig, axi_ports: int = 1, id_bits: int = 4, rob_depth: int = 16, *,
+                 ctrl_name: str | None = None):
         check_config(config)
         check_int("axi_ports", axi_ports, 1, 8)
         check_int("id_bits", id_bits, 1, 16)
@@ -90,6 +95,7 @@ class HBMController(wiring.Component):
             raise ValueError(f"tag_bits must be >= log2(axi_ports) + log2(rob_depth) = {need}; "
                              f"got {config.tag_bits}")
         self.config, self.axi_ports, self.id_bits, self.rob_depth = config, axi_ports, id_bits, rob_depth
+        self.ctrl_name = ctrl_name
         members = {}
         for p in range(axi_ports):
             members[f"axi{p}"] = Out(axi4_signature(config.address_bits, config.burst_bytes * 8, id_bits))
@@ -111,7 +117,7 @@ class HBMController(wiring.Component):
         ctrls = []
         for k in range(nch):
             c = PseudoChannelController(cfg)
-            m.submodules[f"pc{k}_ctrl"] = c
+            m.submodules[f"pc{k}_ctrl"] = c if self.ctrl_name is None else ModuleInstance(c, self.ctrl_name)
             wiring.connect(m, c.dram, wiring.flipped(getattr(self, f"pc{k}")))
             m.d.comb += getattr(self, f"refresh_owed{k}").eq(c.refresh_owed)
             ctrls.append(c)

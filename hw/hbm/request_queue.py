@@ -94,17 +94,23 @@ class RequestQueue(wiring.Component):
                                 for k in range(len(alloc_slot))))),
             self.req.ready.eq(~valid.all()),
         ]
-        accept = self.req.valid & self.req.ready
+        accept = Signal(name="accept")
+        m.d.comb += accept.eq(self.req.valid & self.req.ready)
         alloc = Signal(n, name="q_alloc")
         m.d.comb += alloc.eq(lowest_free & accept.replicate(n))
 
+        # the banks that the PRE/PREA on the pins this cycle closes
+        closes = Signal(nb, name="closing_by_bank")
+        for b in range(nb):
+            m.d.comb += closes[b].eq(iss.prea | (iss.pre & (iss.pre_bank == b)))
+
         # row hit of the entering request in each bank, with the ACT/PRE/PREA on the pins this cycle
         in_hit_b = Signal(nb, name="in_hit_by_bank")
-        act_row_match = iss.act_row == in_row
+        act_row_match = Signal(name="in_act_row_match")
+        m.d.comb += act_row_match.eq(iss.act_row == in_row)
         for b in range(nb):
             m.d.comb += in_hit_b[b].eq(Mux(iss.act & (iss.act_bank == b), act_row_match,
-                                           ~(iss.prea | (iss.pre & (iss.pre_bank == b)))
-                                           & self.banks.bank_open[b] & (self.banks.open_row[b] == in_row)))
+                                           ~closes[b] & self.banks.bank_open[b] & (self.banks.open_row[b] == in_row)))
         in_hit = Signal(name="in_hit")
         m.d.comb += in_hit.eq(in_hit_b.bit_select(in_bank, 1))
 
@@ -160,7 +166,8 @@ class RequestQueue(wiring.Component):
             m.d.comb += in_is[b].eq(in_bank == b)
             for i in range(n):
                 m.d.comb += slot_is[i][b].eq(q.bank[i] == b)
-        in_col, in_act = ready(in_is, in_hit, (same & valid).any(), req.write)
+        in_col, in_act = Signal(name="in_col_ready"), Signal(name="in_act_ready")
+        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, in_hit, (same & valid).any(), req.write)))
         for i in range(n):
             col, act = ready(slot_is[i], hit_kept[i], (dep[i] & valid).any(), q.write[i])
             m.d.sync += [
@@ -174,14 +181,18 @@ class RequestQueue(wiring.Component):
         # off longer than that (its counter is pending, ``pre_ok`` is 0 in the next cycle).
         fast = self.config.timing.tRAS >= 3
         for b in range(nb):
-            closing_b = iss.prea | (iss.pre & (iss.pre_bank == b))
-            hit_b = [(q.hit[i] & ~closing_b) if fast else hit_kept[i] for i in range(n)]
-            here = [valid[i] & slot_is[i][b] for i in range(n)]
+            is_b = Signal(n, name=f"q_is_b{b}")  # the slots addressed to bank b
+            hit_b = Signal(n, name=f"q_hit_b{b}")  # their row hits after this cycle's PRE/PREA
+            m.d.comb += [
+                is_b.eq(Cat(*(slot_is[i][b] for i in range(n)))),
+                hit_b.eq((q.hit & ~closes[b].replicate(n)) if fast else hit_kept),
+            ]
+            here = valid & is_b
             in_here = accept & in_is[b]
             m.d.sync += [
-                q.has_hit[b].eq(Cat(*(here[i] & hit_b[i] for i in range(n)), in_here & in_hit_b[b]).any()),
-                q.has_miss[b].eq(Cat(*(here[i] & ~hit_b[i] for i in range(n)), in_here & ~in_hit_b[b]).any()),
-                q.oldest_miss[b].eq(Cat(*(q.oldest[i] & ~hit_b[i] & slot_is[i][b] for i in range(n))).any()),
+                q.has_hit[b].eq((here & hit_b).any() | (in_here & in_hit_b[b])),
+                q.has_miss[b].eq((here & ~hit_b).any() | (in_here & ~in_hit_b[b])),
+                q.oldest_miss[b].eq((q.oldest & ~hit_b & is_b).any()),
             ]
         aged = Cat(*(valid[i] & (age[i] == cfg.age_cap_cycles) for i in range(n))).any()
         m.d.sync += [q.strict.eq(aged), q.allow.eq(Mux(aged, q.oldest, Const((1 << n) - 1, n)))]

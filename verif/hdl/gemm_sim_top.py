@@ -42,14 +42,15 @@ class GEMMSimTop(wiring.Component):
         config: the engine's :class:`~hw.engine.EngineConfig`.
         stored_rows, fill: of each device model.
         pe_blackbox, row_name: passed to the MXU (Verilog generation, :func:`gemm_sim_verilog`).
+        ctrl_name: passed to the HBM controller (Verilog generation).
         device_hbm: the devices' :class:`~hw.hbm.config.HBMConfig` when it is not the controller's
             (same geometry, CL and CWL; other timing rules): a test that the checker catches a
             controller built with a rule too short.
     """
 
     def __init__(self, config: EngineConfig, *, stored_rows: int = 256, fill: int = 0, pe_blackbox: bool = False,
-                 row_name: str = "mxu_row", device_hbm=None):
-        self.config, self.pe_blackbox, self.row_name = config, pe_blackbox, row_name
+                 row_name: str = "mxu_row", device_hbm=None, ctrl_name: str | None = None):
+        self.config, self.pe_blackbox, self.row_name, self.ctrl_name = config, pe_blackbox, row_name, ctrl_name
         dev = config.hbm if device_hbm is None else device_hbm
         if (dev.field_bits, dev.burst_bytes, dev.timing.CL, dev.timing.CWL) != (
                 config.hbm.field_bits, config.hbm.burst_bytes, config.hbm.timing.CL, config.hbm.timing.CWL):
@@ -79,7 +80,7 @@ class GEMMSimTop(wiring.Component):
         rst_q = Signal(reset_less=True)
         m.d.sync += rst_q.eq(ResetSignal("sync"))
         m.d.comb += [core.clk.eq(ClockSignal("sync")), core.rst.eq(rst_q)]
-        top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
+        top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name, ctrl_name=self.ctrl_name)
         m.submodules.top = DomainRenamer("core")(top)
         wiring.connect(m, wiring.flipped(self.csr), top.csr)
         # Registered for the same reason as rst: the checkers' whole first-violation chain reads it.
@@ -104,8 +105,8 @@ def gemm_sim_verilog(config: EngineConfig, *, stored_rows: int = 256, fill: int 
     """Verilog of :class:`GEMMSimTop` (module ``gemm_sim``) with the storage module appended."""
     from hw.generate import verilog_with_mxu
 
-    def make(row_name):
+    def make(row_name, ctrl_name):
         return GEMMSimTop(config, stored_rows=stored_rows, fill=fill, pe_blackbox=True, row_name=row_name,
-                          device_hbm=device_hbm)
+                          device_hbm=device_hbm, ctrl_name=ctrl_name)
 
-    return verilog_with_mxu(make, config.mxu, "gemm_sim") + "\n" + STORE_VERILOG
+    return verilog_with_mxu(make, config.mxu, "gemm_sim", hbm_config=config.hbm) + "\n" + STORE_VERILOG
