@@ -278,8 +278,10 @@ def hbm_area(d) -> Table:
         ]
         for r in d
     ]
-    return Table(["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD",
-                  "Verilog (kB)"], rows)
+    return Table(
+        ["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD", "Verilog (kB)"],
+        rows,
+    )
 
 
 # ---- FPGA flow (bench/synth_scale.py, mxu synth, mxu board build) ----

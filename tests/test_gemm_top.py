@@ -124,7 +124,7 @@ def test_controller_instances_follow_the_pseudo_channels(pseudo_channels):
     cfg = HBMConfig(pseudo_channels=pseudo_channels)
     text = verilog.convert(HBMController(cfg, ctrl_name="the_pc"), name="hbm", emit_src=False)
     assert re.findall(r"^  the_pc (\w+) \($", text, re.M) == [f"pc{k}_ctrl" for k in range(pseudo_channels)]
-    body = text[text.index("the_pc pc0_ctrl ("):]
+    body = text[text.index("the_pc pc0_ctrl (") :]
     body = body[: body.index(");")]
     ports = sorted(re.findall(r"^    \.(\w+)\(", body, re.M))
     ctrl = PseudoChannelController(cfg)
