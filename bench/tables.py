@@ -274,12 +274,12 @@ def hbm_area(d) -> Table:
             _n(r["CCU2C"]),
             _n(r["TRELLIS_DPR16X4"]),
             _n(r["DP16KD"]),
-            _n(round(r["verilog_bytes"] / 1000)),
+            _n(r["verilog_bytes"]),
         ]
         for r in d
     ]
     return Table(
-        ["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD", "Verilog (kB)"],
+        ["queue depth", "with BRAM emulator", "LUT4", "FF", "CCU2C", "LUT RAM (DPR16X4)", "DP16KD", "Verilog (bytes)"],
         rows,
     )
 
