@@ -94,42 +94,52 @@ def _pe_and_row_verilog(config, name: str) -> tuple[str, str]:
     return pe_text, row_text
 
 
-def verilog_with_mxu(make, mxu_config, name: str, hbm_config=None) -> str:
+def verilog_with_mxu(make, mxu_config, name: str, modules=()) -> str:
     """Verilog of a component that holds an MXU, with the MXU's PE and row as separate modules
     (``<name>_pe``, ``<name>_row``) as :func:`mxu_verilog` does; ``make(row_name)`` builds the
     component with ``pe_blackbox=True`` and that row module name (so the PE is compiled once, not
-    once per instance).
-
-    With ``hbm_config`` (the component holds an HBM controller of that configuration) the pseudo-channel
-    controller is one more module, ``<name>_pc``, instantiated once per pseudo-channel:
-    ``make(row_name, ctrl_name)`` then passes ``ctrl_name`` on to the
-    :class:`~hw.hbm.axi.HBMController`. The controller is most of a GEMM top's Verilog (about 1 MB
-    per pseudo-channel), so it is converted once, and its text is reused by every design of the
-    process with the same configuration.
+    once per instance). ``modules``: the Verilog text of further modules the component instantiates
+    (:class:`~hw.instance.ModuleInstance`), placed before it.
     """
     from amaranth.back import verilog
 
     pe_text, row_text = _pe_and_row_verilog(mxu_config, name)
-    parts = [pe_text, row_text]
-    if hbm_config is None:
-        top = make(f"{name}_row")
-    else:
-        parts.append(_pc_verilog(hbm_config, f"{name}_pc"))
-        top = make(f"{name}_row", f"{name}_pc")
-    parts.append(verilog.convert(top, name=name, emit_src=False))
-    return "\n".join(parts)
+    top_text = verilog.convert(make(f"{name}_row"), name=name, emit_src=False)
+    return "\n".join((pe_text, row_text, *modules, top_text))
+
+
+def _strip_top(text: str) -> str:
+    # Amaranth marks every converted module (* top = 1 *); only the real top may keep it (Yosys's
+    # `hierarchy` picks the top by it).
+    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)
+
+
+def hbm_verilog(controller, module_name: str) -> str:
+    """Verilog of the :class:`~hw.hbm.axi.HBMController` ``controller`` (a top's
+    ``hbm_controller(config)``) as module ``module_name``, with its pseudo-channel controller as one more
+    module, ``<module_name>_pc``, instantiated once per pseudo-channel; no ``(* top = 1 *)``.
+
+    The controller is most of a GEMM top's Verilog (its pseudo-channel controller about 0.6 MB and
+    3 s of conversion each): as modules of their own they are converted once per process and
+    configuration (the text is cached), not once per engine configuration and pseudo-channel.
+    """
+    controller._MustUse__silence = True  # a description of the module; the cached text stands for it
+    return _hbm_verilog(controller.config, controller.axi_ports, controller.id_bits, controller.rob_depth,
+                        module_name)
 
 
 @functools.lru_cache(maxsize=8)
-def _pc_verilog(hbm_config, module_name: str) -> str:
-    """Verilog of one :class:`~hw.hbm.controller.PseudoChannelController` as module ``module_name``
-    (without ``(* top = 1 *)``; its submodules are ``module_name.<part>``)."""
+def _hbm_verilog(hbm_config, axi_ports: int, id_bits: int, rob_depth: int, module_name: str) -> str:
     from amaranth.back import verilog
 
+    from .hbm.axi import HBMController
     from .hbm.controller import PseudoChannelController
 
-    text = verilog.convert(PseudoChannelController(hbm_config), name=module_name, emit_src=False)
-    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)
+    pc_name = f"{module_name}_pc"
+    pc_text = verilog.convert(PseudoChannelController(hbm_config), name=pc_name, emit_src=False)
+    hbm = HBMController(hbm_config, axi_ports, id_bits, rob_depth, ctrl_name=pc_name)
+    hbm_text = verilog.convert(hbm, name=module_name, emit_src=False)
+    return _strip_top(pc_text) + "\n" + _strip_top(hbm_text)
 
 
 def engine_verilog(config, name: str = "engine") -> str:
@@ -142,23 +152,21 @@ def engine_verilog(config, name: str = "engine") -> str:
 
 def gemm_top_verilog(config, name: str = "gemm") -> str:
     """Verilog text of :class:`hw.top.GEMMTop` (engine + HBM controller) with the MXU's PE and row
-    as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does, and the
-    pseudo-channel controller as module ``<name>_pc``."""
+    as separate modules (``<name>_pe``, ``<name>_row``), as :func:`mxu_verilog` does, and the HBM
+    controller as module ``<name>_hbm`` (:func:`hbm_verilog`)."""
     from .top import GEMMTop
 
-    def make(row, ctrl):
-        return GEMMTop(config, pe_blackbox=True, row_name=row, ctrl_name=ctrl)
-
-    return verilog_with_mxu(make, config.mxu, name, hbm_config=config.hbm)
+    hbm = hbm_verilog(GEMMTop.hbm_controller(config), f"{name}_hbm")
+    return verilog_with_mxu(lambda row: GEMMTop(config, pe_blackbox=True, row_name=row, hbm_name=f"{name}_hbm"),
+                            config.mxu, name, modules=[hbm])
 
 
 def board_top_verilog(config, name: str = "board") -> str:
     """Verilog text of :class:`hw.board.BoardTop` (engine + HBM controller + BRAM emulators + UART
-    bridge) with the MXU's PE and row and the pseudo-channel controller as separate modules, as
+    bridge) with the MXU's PE and row and the HBM controller as separate modules, as
     :func:`gemm_top_verilog` does."""
     from .board import BoardTop
 
-    def make(row, ctrl):
-        return BoardTop(config, pe_blackbox=True, row_name=row, ctrl_name=ctrl)
-
-    return verilog_with_mxu(make, config.engine.mxu, name, hbm_config=config.engine.hbm)
+    hbm = hbm_verilog(BoardTop.hbm_controller(config), f"{name}_hbm")
+    return verilog_with_mxu(lambda row: BoardTop(config, pe_blackbox=True, row_name=row, hbm_name=f"{name}_hbm"),
+                            config.engine.mxu, name, modules=[hbm])

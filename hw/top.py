@@ -17,6 +17,7 @@ from .engine import EngineConfig, GEMMEngine
 from .engine.csr import axi4lite_signature
 from .hbm.axi import HBMController
 from .hbm.interface import dram_signature
+from .instance import ModuleInstance
 
 __all__ = ["GEMMTop"]
 
@@ -30,25 +31,35 @@ class GEMMTop(wiring.Component):
     Args:
         config: :class:`EngineConfig`.
         pe_blackbox, row_name: see :class:`~hw.mxu.MXU` (Verilog generation).
-        ctrl_name: see :class:`~hw.hbm.axi.HBMController` (Verilog generation).
+        hbm_name: instantiate the HBM controller (:meth:`hbm_controller`) as the Verilog module of this
+            name (:class:`~hw.instance.ModuleInstance`; Verilog generation, see
+            :func:`hw.generate.gemm_top_verilog`) instead of flattening it.
     """
 
     def __init__(self, config: EngineConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row",
-                 ctrl_name: str | None = None):
+                 hbm_name: str | None = None):
         self.config = config or EngineConfig()
-        self.pe_blackbox, self.row_name, self.ctrl_name = pe_blackbox, row_name, ctrl_name
+        self.pe_blackbox, self.row_name, self.hbm_name = pe_blackbox, row_name, hbm_name
         members = {"csr": Out(axi4lite_signature()), "irq": Out(1)}
         for k in range(self.config.hbm.pseudo_channels):
             members[f"pc{k}"] = Out(dram_signature(self.config.hbm))
             members[f"refresh_owed{k}"] = Out(4)
         super().__init__(members)
 
+    @staticmethod
+    def hbm_controller(config, ctrl_name: str | None = None) -> HBMController:
+        """The HBM controller of a top with ``config`` (an :class:`EngineConfig`): three AXI4 ports
+        (A, W, C), 1-bit IDs, the engine's reorder buffer depth; ``ctrl_name`` as
+        :class:`~hw.hbm.axi.HBMController` takes it."""
+        cfg = config
+        return HBMController(cfg.hbm, axi_ports=3, id_bits=1, rob_depth=cfg.rob_depth, ctrl_name=ctrl_name)
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         m.submodules.engine = eng = GEMMEngine(cfg, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
-        m.submodules.hbm = hbm = HBMController(cfg.hbm, axi_ports=3, id_bits=1, rob_depth=cfg.rob_depth,
-                                               ctrl_name=self.ctrl_name)
+        hbm = self.hbm_controller(self.config)
+        m.submodules.hbm = hbm if self.hbm_name is None else ModuleInstance(hbm, self.hbm_name)
         wiring.connect(m, wiring.flipped(self.csr), eng.csr)
         m.d.comb += self.irq.eq(eng.irq)
         wiring.connect(m, eng.mem_a, hbm.axi0)

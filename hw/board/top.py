@@ -30,6 +30,7 @@ from ..engine import ENGINE_ADDRESS_MAPPING, EngineConfig, GEMMEngine
 from ..hbm.axi import HBMController
 from ..hbm.config import HBMConfig
 from ..hbm.emulator import BRAMEmulator
+from ..instance import ModuleInstance
 from ..mxu import MXUConfig
 from .bridge import UARTBridge
 from .uart import UARTReceiver, UARTTransmitter, uart_divisor
@@ -106,22 +107,30 @@ class BoardTop(wiring.Component):
     Args:
         config: :class:`BoardConfig`.
         pe_blackbox, row_name: see :class:`~hw.mxu.MXU` (Verilog generation).
-        ctrl_name: see :class:`~hw.hbm.axi.HBMController` (Verilog generation).
+        hbm_name: see :class:`~hw.top.GEMMTop` (Verilog generation).
     """
 
     def __init__(self, config: BoardConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row",
-                 ctrl_name: str | None = None):
+                 hbm_name: str | None = None):
         self.config = config or BoardConfig()
-        self.pe_blackbox, self.row_name, self.ctrl_name = pe_blackbox, row_name, ctrl_name
+        self.pe_blackbox, self.row_name, self.hbm_name = pe_blackbox, row_name, hbm_name
         super().__init__({"uart_rx": In(1, init=1), "uart_tx": Out(1, init=1), "led": Out(8)})
+
+    @staticmethod
+    def hbm_controller(config, ctrl_name: str | None = None) -> HBMController:
+        """The HBM controller of a board top with ``config`` (a :class:`BoardConfig`): four AXI4 ports
+        (A, W, C and the UART bridge), 1-bit IDs, the engine's reorder buffer depth; ``ctrl_name`` as
+        :class:`~hw.hbm.axi.HBMController` takes it."""
+        cfg = config.engine
+        return HBMController(cfg.hbm, axi_ports=4, id_bits=1, rob_depth=cfg.rob_depth, ctrl_name=ctrl_name)
 
     def elaborate(self, platform):
         m = Module()
         bc = self.config
         cfg = bc.engine
         m.submodules.engine = eng = GEMMEngine(cfg, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
-        m.submodules.hbm = hbm = HBMController(cfg.hbm, axi_ports=4, id_bits=1, rob_depth=cfg.rob_depth,
-                                               ctrl_name=self.ctrl_name)
+        hbm = self.hbm_controller(self.config)
+        m.submodules.hbm = hbm if self.hbm_name is None else ModuleInstance(hbm, self.hbm_name)
         wiring.connect(m, eng.mem_a, hbm.axi0)
         wiring.connect(m, eng.mem_w, hbm.axi1)
         wiring.connect(m, eng.mem_c, hbm.axi2)

@@ -4,6 +4,9 @@ pseudo-channel: the whole memory system inside the simulator, for transaction-le
 
 from __future__ import annotations
 
+import functools
+import re
+
 from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -14,6 +17,7 @@ from hw.hbm.interface import ColCmd
 from hw.top import GEMMTop
 
 from .hbm_device import STORE_VERILOG, HBMDeviceHDL
+from .jedec_checker import JedecCheckerHDL
 
 __all__ = ["GEMMSimTop", "gemm_sim_verilog", "VIOLATION_FIELDS"]
 
@@ -42,20 +46,24 @@ class GEMMSimTop(wiring.Component):
         config: the engine's :class:`~hw.engine.EngineConfig`.
         stored_rows, fill: of each device model.
         pe_blackbox, row_name: passed to the MXU (Verilog generation, :func:`gemm_sim_verilog`).
-        ctrl_name: passed to the HBM controller (Verilog generation).
+        hbm_name: passed to the :class:`~hw.top.GEMMTop` (Verilog generation).
+        checker_name: device k's JEDEC checker is the Verilog module ``<checker_name><k>`` (Verilog
+            generation, :class:`hw.instance.ModuleInstance`).
         device_hbm: the devices' :class:`~hw.hbm.config.HBMConfig` when it is not the controller's
             (same geometry, CL and CWL; other timing rules): a test that the checker catches a
             controller built with a rule too short.
     """
 
     def __init__(self, config: EngineConfig, *, stored_rows: int = 256, fill: int = 0, pe_blackbox: bool = False,
-                 row_name: str = "mxu_row", device_hbm=None, ctrl_name: str | None = None):
-        self.config, self.pe_blackbox, self.row_name, self.ctrl_name = config, pe_blackbox, row_name, ctrl_name
+                 row_name: str = "mxu_row", device_hbm=None, hbm_name: str | None = None,
+                 checker_name: str | None = None):
+        self.config, self.pe_blackbox, self.row_name, self.hbm_name = config, pe_blackbox, row_name, hbm_name
         dev = config.hbm if device_hbm is None else device_hbm
         if (dev.field_bits, dev.burst_bytes, dev.timing.CL, dev.timing.CWL) != (
                 config.hbm.field_bits, config.hbm.burst_bytes, config.hbm.timing.CL, config.hbm.timing.CWL):
             raise ValueError("device_hbm must have the controller's geometry, burst size, CL and CWL")
-        self.devices = [HBMDeviceHDL(dev, k, stored_rows=stored_rows, fill=fill)
+        self.devices = [HBMDeviceHDL(dev, k, stored_rows=stored_rows, fill=fill,
+                                     checker_name=None if checker_name is None else f"{checker_name}{k}")
                         for k in range(config.hbm.pseudo_channels)]
         members = {"csr": Out(axi4lite_signature()), "irq": Out(1), "finish": In(1), "violation": Out(1),
                    "row_error": Out(1), "since_col": Out(16)}
@@ -80,7 +88,7 @@ class GEMMSimTop(wiring.Component):
         rst_q = Signal(reset_less=True)
         m.d.sync += rst_q.eq(ResetSignal("sync"))
         m.d.comb += [core.clk.eq(ClockSignal("sync")), core.rst.eq(rst_q)]
-        top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name, ctrl_name=self.ctrl_name)
+        top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name, hbm_name=self.hbm_name)
         m.submodules.top = DomainRenamer("core")(top)
         wiring.connect(m, wiring.flipped(self.csr), top.csr)
         # Registered for the same reason as rst: the checkers' whole first-violation chain reads it.
@@ -102,11 +110,31 @@ class GEMMSimTop(wiring.Component):
 
 
 def gemm_sim_verilog(config: EngineConfig, *, stored_rows: int = 256, fill: int = 0, device_hbm=None) -> str:
-    """Verilog of :class:`GEMMSimTop` (module ``gemm_sim``) with the storage module appended."""
-    from hw.generate import verilog_with_mxu
+    """Verilog of :class:`GEMMSimTop` (module ``gemm_sim``) with the storage module appended.
 
-    def make(row_name, ctrl_name):
+    The MXU's PE and row, the HBM controller (``gemm_sim_hbm``, :func:`hw.generate.hbm_verilog`) and
+    each device's JEDEC checker (``gemm_sim_chk<k>``, some 14,000 lines each) are modules of their own;
+    the controller and the checkers are converted once per process and configuration.
+    """
+    from hw.generate import hbm_verilog, verilog_with_mxu
+    from hw.top import GEMMTop
+
+    dev = config.hbm if device_hbm is None else device_hbm
+
+    def make(row_name):
         return GEMMSimTop(config, stored_rows=stored_rows, fill=fill, pe_blackbox=True, row_name=row_name,
-                          device_hbm=device_hbm, ctrl_name=ctrl_name)
+                          device_hbm=device_hbm, hbm_name="gemm_sim_hbm", checker_name="gemm_sim_chk")
 
-    return verilog_with_mxu(make, config.mxu, "gemm_sim", hbm_config=config.hbm) + "\n" + STORE_VERILOG
+    modules = [hbm_verilog(GEMMTop.hbm_controller(config), "gemm_sim_hbm")]
+    modules += [_checker_verilog(dev, k, f"gemm_sim_chk{k}") for k in range(config.hbm.pseudo_channels)]
+    return verilog_with_mxu(make, config.mxu, "gemm_sim", modules=modules) + "\n" + STORE_VERILOG
+
+
+@functools.lru_cache(maxsize=16)
+def _checker_verilog(hbm_config, pc: int, module_name: str) -> str:
+    """Verilog of :class:`~verif.hdl.jedec_checker.JedecCheckerHDL` for pseudo-channel ``pc`` as module
+    ``module_name`` (without ``(* top = 1 *)``)."""
+    from amaranth.back import verilog
+
+    text = verilog.convert(JedecCheckerHDL(hbm_config, pc), name=module_name, emit_src=False)
+    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)

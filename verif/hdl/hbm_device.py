@@ -23,6 +23,7 @@ from amaranth.lib.wiring import In, Out
 from hw.config import check_int, check_pow2
 from hw.hbm.config import HBMConfig
 from hw.hbm.interface import ColCmd, RowCmd, dram_signature
+from hw.instance import ModuleInstance
 
 from .jedec_checker import JedecCheckerHDL
 
@@ -67,12 +68,16 @@ class HBMDeviceHDL(wiring.Component):
         pc: this pseudo-channel's index (messages only).
         stored_rows: rows per bank that are stored, a power of two from 1 to ``config.rows``.
         fill: byte value of never-written memory, 0..255.
+        checker_name: instantiate the checker as the Verilog module of this name
+            (:class:`hw.instance.ModuleInstance`; Verilog generation, see
+            :func:`~verif.hdl.gemm_sim_top.gemm_sim_verilog`) instead of flattening it.
 
     Raises:
         ValueError: ``stored_rows`` or ``fill`` out of range, or ``timing.CL < 2``.
     """
 
-    def __init__(self, config: HBMConfig, pc: int = 0, *, stored_rows: int = 256, fill: int = 0):
+    def __init__(self, config: HBMConfig, pc: int = 0, *, stored_rows: int = 256, fill: int = 0,
+                 checker_name: str | None = None):
         if not isinstance(config, HBMConfig):
             raise TypeError(f"config must be an HBMConfig; got {type(config).__name__}")
         check_int("stored_rows", stored_rows, 1, config.rows)
@@ -82,6 +87,7 @@ class HBMDeviceHDL(wiring.Component):
             raise ValueError(f"timing.CL must be >= 2 (the store's read port is registered); got {config.timing.CL}")
         self.config, self.pc, self.stored_rows, self.fill = config, pc, stored_rows, fill
         self.checker = JedecCheckerHDL(config, pc)
+        self.checker_name = checker_name
         super().__init__({"dram": In(dram_signature(config)), "finish": In(1), "row_error": Out(1)})
 
     @property
@@ -107,7 +113,8 @@ class HBMDeviceHDL(wiring.Component):
             return Cat(*(p for p in parts if len(p)))
 
         # the checker sees the same pins
-        m.submodules.checker = chk = self.checker
+        chk = self.checker
+        m.submodules.checker = chk if self.checker_name is None else ModuleInstance(chk, self.checker_name)
         for name in ("row_cmd", "row_bg", "row_bank", "row_row", "col_cmd", "col_bg", "col_bank", "col_row",
                      "col_column", "wdata_valid"):
             m.d.comb += getattr(chk, name).eq(getattr(d, name))
