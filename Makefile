@@ -2,7 +2,8 @@
 #
 #   make venv    create .venv and install the project with its dev extras (re-run when
 #                pyproject.toml changes; otherwise a no-op)
-#   make test    run the test suite on 2 workers; extra pytest arguments: PYTEST_ARGS='-k adder'
+#   make test    run the test suite on 2 workers, one test file per worker; extra pytest
+#                arguments: PYTEST_ARGS='-k adder'
 #   make quick   the tests that need no simulator (about a minute)
 #   make lint    ruff check (pyflakes, pycodestyle, import order, bugbear, pyupgrade) and ruff format
 #                --check (tests, bench, docs; pyproject.toml says why not hw/verif/sim)
@@ -16,6 +17,11 @@ VENV := .venv
 VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# Two workers, each test file on one of them: a file's tests share simulator builds and the Verilog
+# that sim.runner and hw.generate cache per process (the HBM controller, the JEDEC checkers), which
+# the default per-test distribution converted again in the other worker or made it wait for a build
+# lock. Measured on fresh clones, 2 cores, two runs each: 12:15 and 13:41 instead of 14:00 and 14:11.
+XDIST ?= -n 2 --dist loadfile
 
 .PHONY: venv test quick lint docs soak demo clean
 
@@ -27,10 +33,10 @@ $(STAMP): pyproject.toml
 	touch $@
 
 test: venv
-	$(VENV_PY) -m pytest -n 2 tests/ $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest $(XDIST) tests/ $(PYTEST_ARGS)
 
 quick: venv
-	$(VENV_PY) -m pytest -n 2 --quick tests/ $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest $(XDIST) --quick tests/ $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -40,7 +46,7 @@ docs: venv
 	$(VENV_PY) -m sphinx -W --keep-going -q -b html docs build/docs/html
 
 soak: venv
-	$(VENV_PY) -m pytest -n 2 --soak tests/ $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest $(XDIST) --soak tests/ $(PYTEST_ARGS)
 
 demo: venv
 	$(VENV)/bin/mxu demo
