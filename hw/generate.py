@@ -68,29 +68,33 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     return "\n".join((pe_text, row_text, top_text))
 
 
+def submodule_verilog(component, name: str) -> str:
+    """Verilog of ``component`` converted alone as module ``name``, for a design that instantiates it
+    (:class:`~hw.instance.ModuleInstance`, the MXU's ``pe_blackbox``): without ``(* src *)``
+    attributes (a fifth of the text at 128 x 128, and a Verilator rebuild whenever a Python line moves)
+    and without the ``(* top = 1 *)`` that Amaranth puts on every module it converts (only the real
+    top may keep it, or Yosys's ``hierarchy`` picks the submodule as the top and deletes the rest).
+    """
+    from amaranth.back import verilog
+
+    text = verilog.convert(component, name=name, emit_src=False)
+    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)
+
+
 def _pe_and_row_verilog(config, name: str) -> tuple[str, str]:
     """Verilog of ``<name>_pe`` (one PE, marked for Verilator's hierarchical verilation) and
     ``<name>_row`` (C instances of it) for the MXU ``config``; neither keeps ``(* top = 1 *)``."""
-    from amaranth.back import verilog
-
     from .mxu import MXURow
     from .pe import PE
 
     pe_name, row_name = f"{name}_pe", f"{name}_row"
-    # emit_src=False: no (* src *) attribute per wire (a fifth of the text at 128 x 128, and a
-    # Verilator rebuild whenever a Python line moves).
-    pe_text = verilog.convert(PE(config.pe), name=pe_name, emit_src=False)
-    row_text = verilog.convert(MXURow(config.pe, config.cols, pe_blackbox=True, pe_name=pe_name), name=row_name,
-                               emit_src=False)
+    pe_text = submodule_verilog(PE(config.pe), pe_name)
+    row_text = submodule_verilog(MXURow(config.pe, config.cols, pe_blackbox=True, pe_name=pe_name), row_name)
     # Mark the PE for Verilator's hierarchical verilation (--hierarchical): the PE is compiled once
     # instead of once per instance. Other tools read the marker as a comment.
     head = pe_text.index(f"module {pe_name}(")
     body = pe_text.index(";\n", head) + 2
     pe_text = pe_text[:body] + "  /*verilator hier_block*/\n" + pe_text[body:]
-    # Amaranth marks every converted module (* top = 1 *); only the real top may keep it, or Yosys's
-    # `hierarchy` picks the PE as the top and deletes the array.
-    pe_text = re.sub(r"\(\* top = +1 +\*\)\n", "", pe_text)
-    row_text = re.sub(r"\(\* top = +1 +\*\)\n", "", row_text)
     return pe_text, row_text
 
 
@@ -108,12 +112,6 @@ def verilog_with_mxu(make, mxu_config, name: str, modules=()) -> str:
     return "\n".join((pe_text, row_text, *modules, top_text))
 
 
-def _strip_top(text: str) -> str:
-    # Amaranth marks every converted module (* top = 1 *); only the real top may keep it (Yosys's
-    # `hierarchy` picks the top by it).
-    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)
-
-
 def hbm_verilog(controller, module_name: str) -> str:
     """Verilog of the :class:`~hw.hbm.axi.HBMController` ``controller`` (a top's
     ``hbm_controller(config)``) as module ``module_name``, with its pseudo-channel controller as one more
@@ -122,24 +120,27 @@ def hbm_verilog(controller, module_name: str) -> str:
     The controller is most of a GEMM top's Verilog (its pseudo-channel controller about 0.6 MB and
     3 s of conversion each): as modules of their own they are converted once per process and
     configuration (the text is cached), not once per engine configuration and pseudo-channel.
+
+    Raises:
+        ValueError: ``controller.ctrl_name`` is set (this function names the pseudo-channel module).
     """
     controller._MustUse__silence = True  # a description of the module; the cached text stands for it
+    if controller.ctrl_name is not None:
+        raise ValueError(f"controller.ctrl_name must be None (the module names its own pseudo-channel "
+                         f"controller <module_name>_pc); got {controller.ctrl_name!r}")
     return _hbm_verilog(controller.config, controller.axi_ports, controller.id_bits, controller.rob_depth,
                         module_name)
 
 
 @functools.lru_cache(maxsize=8)
 def _hbm_verilog(hbm_config, axi_ports: int, id_bits: int, rob_depth: int, module_name: str) -> str:
-    from amaranth.back import verilog
-
     from .hbm.axi import HBMController
     from .hbm.controller import PseudoChannelController
 
     pc_name = f"{module_name}_pc"
-    pc_text = verilog.convert(PseudoChannelController(hbm_config), name=pc_name, emit_src=False)
+    pc_text = submodule_verilog(PseudoChannelController(hbm_config), pc_name)
     hbm = HBMController(hbm_config, axi_ports, id_bits, rob_depth, ctrl_name=pc_name)
-    hbm_text = verilog.convert(hbm, name=module_name, emit_src=False)
-    return _strip_top(pc_text) + "\n" + _strip_top(hbm_text)
+    return pc_text + "\n" + submodule_verilog(hbm, module_name)
 
 
 def engine_verilog(config, name: str = "engine") -> str:

@@ -11,11 +11,13 @@ __all__ = ["ModuleInstance"]
 class ModuleInstance(Elaboratable):
     """Instantiate the Verilog module ``module_name`` in place of ``component``.
 
-    The module must be ``component`` (or one built from the same configuration) converted alone with
-    ``amaranth.back.verilog.convert(component, name=module_name)``: its ports are then ``clk``,
-    ``rst`` and one port per signature member, named by its path joined with ``__``, exactly as this
-    instance connects them. The parent connects to ``component``'s interface as usual
-    (``wiring.connect``, ``m.d.comb``); only the logic behind the interface moves into the module.
+    The module must be ``component`` (or one built from the same configuration) converted alone
+    (:func:`hw.generate.submodule_verilog`): its ports are then ``clk``, ``rst`` and one port per
+    signature member, named by its path joined with ``__``, exactly as this instance connects them.
+    Amaranth gives a module ``clk`` and ``rst`` only when it has registers in ``sync`` with a reset,
+    so the component must have some (the HBM controllers and the JEDEC checker do). The parent
+    connects to ``component``'s interface as usual (``wiring.connect``, ``m.d.comb``); only the logic
+    behind the interface moves into the module.
 
     Why: a design that holds several equal copies of a large component (one HBM pseudo-channel
     controller per pseudo-channel) is converted, parsed and compiled once per copy when flattened.

@@ -5,7 +5,6 @@ pseudo-channel: the whole memory system inside the simulator, for transaction-le
 from __future__ import annotations
 
 import functools
-import re
 
 from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
@@ -134,7 +133,6 @@ def gemm_sim_verilog(config: EngineConfig, *, stored_rows: int = 256, fill: int 
 def _checker_verilog(hbm_config, pc: int, module_name: str) -> str:
     """Verilog of :class:`~verif.hdl.jedec_checker.JedecCheckerHDL` for pseudo-channel ``pc`` as module
     ``module_name`` (without ``(* top = 1 *)``)."""
-    from amaranth.back import verilog
+    from hw.generate import submodule_verilog
 
-    text = verilog.convert(JedecCheckerHDL(hbm_config, pc), name=module_name, emit_src=False)
-    return re.sub(r"\(\* top = +1 +\*\)\n", "", text)
+    return submodule_verilog(JedecCheckerHDL(hbm_config, pc), module_name)
