@@ -1,7 +1,8 @@
 """Benchmark: Yosys ``synth_ecp5`` cell counts of the MAC for each format, subnormal mode and depth.
 
 Writes ``bench/results/mac_area.json`` (one record per configuration: LUT4, MULT18X18D, CCU2C carry
-cells, flip-flops, PFUMX/L6MUX21 wide-function muxes, synthesis wall time). Synthesis only (no place
+cells, flip-flops, PFUMX/L6MUX21 wide-function muxes, the continuous assignments in the MAC's
+generated Verilog, synthesis wall time). Synthesis only (no place
 and route): Fmax is the synthesis issue's job. Usage::
 
     .venv/bin/python bench/mac_area.py [--configs bf16:ftz:2,bf16:ieee:2] [--out FILE]
@@ -73,6 +74,8 @@ def main(argv=None) -> int:
             "stages": int(stages),
             "widelut": args.widelut,
             **cells,
+            # continuous assignments in the generated Verilog: what an event-driven simulator evaluates
+            "verilog_assigns": sum(line.lstrip().startswith("assign ") for line in verilog.read_text().splitlines()),
             "synth_s": round(time.perf_counter() - t0, 1),
         }
         print(json.dumps(rec), flush=True)

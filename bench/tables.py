@@ -216,11 +216,12 @@ def mac_area(d) -> Table:
             _n(r["MULT18X18D"]),
             _n(r["CCU2C"]),
             _n(r["TRELLIS_FF"]),
+            _n(r["verilog_assigns"]),
         ]
         for r in d["records"]
         if not r["widelut"]
     ]
-    return Table(["format", "subnormals", "stages", "LUT4", "MULT18X18D", "CCU2C", "FF"], rows)
+    return Table(["format", "subnormals", "stages", "LUT4", "MULT18X18D", "CCU2C", "FF", "Verilog assigns"], rows)
 
 
 # ---- HBM controller (bench/hbm_bench.py, bench/hbm_area.py) ----
