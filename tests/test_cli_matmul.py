@@ -440,7 +440,7 @@ def special_jobs():
 def shape_jobs(rng, fmt, rows, cols, *, big=True):
     """GEMMs of every kind of shape for an R x C array: 1x1x1, 1xKx1 with K several times R,
     7x13x21, exact multiples of the array, an initial C, bf16 output; ``big`` adds larger ones
-    (Verilator: Icarus simulates the bf16 8x8 engine at about 300 cycles/s)."""
+    (Verilator: Icarus simulates the bf16 8x8 engine at 200-300 cycles/s, bench/results/sim_speed.json)."""
     shapes = [(1, 1, 1), (1, 3 * rows + 1, 1), (7, 13, 21), (rows, rows, cols)]
     if big:
         shapes += [(2 * rows, 4 * rows, 2 * cols), (3, 5 * rows, 2), (33, 65, 17)]
@@ -467,9 +467,10 @@ def test_engine_shapes_and_specials(simulator, seed):
 
 
 # A Verilator build of a 4x4 engine with its memory system takes about 45 s (Verilog translation and
-# C++), while Icarus builds it in seconds and runs these small GEMMs in seconds (a 4x4 engine at
-# about 1,000 cycles/s, bf16 and int8 alike): the configurations other than the default run on
-# Icarus, and on Verilator too under --soak.
+# C++), while Icarus builds it in seconds and runs these small GEMMs in seconds (a 4x4 bf16 engine
+# at about 190 cycles/s with the array busy: python -m bench.sim_speed --sims icarus --memories hdl
+# --array 4x4 --shapes 32x64x32): the configurations other than the default run on Icarus, and on
+# Verilator too under --soak.
 ICARUS_FIRST = [pytest.param("icarus"), pytest.param("verilator", marks=pytest.mark.soak)]
 
 
