@@ -4,7 +4,7 @@ simulated board.
 The cocotb tests run the whole board top (engine + HBM controller + BRAM emulators + UART bridge) in
 Verilator or Icarus; a pseudo-terminal stands in for the board's USB serial port, so the host side is
 the real pyserial code (and, for the CLI tests, the real ``mxu board matmul`` process). The UART runs
-at clk / 8 in simulation (``sim.board.SIM_BAUD_DIVISOR``) instead of 115,200 baud at 25 MHz.
+at clk / 4 in simulation (``sim.board.SIM_BAUD_DIVISOR``) instead of 115,200 baud at 25 MHz.
 """
 
 from __future__ import annotations
