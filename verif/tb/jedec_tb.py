@@ -2,8 +2,9 @@
 its own, Verilator and Icarus: replays command traces on its pins, one trace after another from
 reset, and records the latched violation of each.
 
-Environment: ``JEDEC_TB_CONFIG`` (JSON): ``traces`` (lists of ``[cycle, cmd, bank_group, bank, row,
-column]``), ``cwl`` (write data is driven at WR + CWL, as the controller does), ``report`` (where the
+Environment: ``JEDEC_TB_CONFIG`` (JSON): ``traces`` (a JSON file holding a list of traces, each a list
+of ``[cycle, cmd, bank_group, bank, row, column]``; a file because a recorded GEMM's trace outgrows
+the environment), ``cwl`` (write data is driven at WR + CWL, as the controller does), ``report`` (where the
 verdicts go: a JSON list with, per trace, null or the ``v_*`` outputs without the prefix).
 """
 
@@ -31,12 +32,14 @@ def _nop(dut):
 
 @cocotb.test()
 async def replay_traces(dut):
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns", impl="gpi").start())
     _nop(dut)
     for name in ("row_bg", "row_bank", "row_row", "col_bg", "col_bank", "col_row", "col_column"):
         getattr(dut, name).value = 0  # an address latched with a violation is never X
     out = []
-    for trace in CFG["traces"]:
+    with open(CFG["traces"]) as f:
+        traces = json.load(f)
+    for trace in traces:
         dut.rst.value = 1
         await RisingEdge(dut.clk)
         await FallingEdge(dut.clk)
