@@ -447,6 +447,8 @@ def _build_key(
     }
     if simulator == "verilator":
         config["opt_fast"] = toolchain.verilator_opt()
+    else:  # the sources are compiled as sim.icarus rewrites them
+        config["source_rewrite"] = "merge_register_processes"
     if public:  # only a ports-only build: an "all" build keeps the key it always had
         config.update(public)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
@@ -731,6 +733,18 @@ def run_cocotb(
     return result
 
 
+def _write_rewritten(folder: Path, source: Path, rewrite) -> Path:
+    """``rewrite(text)`` of a Verilog file, written into ``folder`` under the same name (a name that
+    repeats gets a numbered prefix); returns the new path."""
+    target = folder / source.name
+    n = 1
+    while target.exists():
+        target = folder / f"{n}_{source.name}"
+        n += 1
+    target.write_text(rewrite(source.read_text()))
+    return target
+
+
 def _build(
     runner: cocotb_runner.Runner,
     build_dir: Path,
@@ -754,6 +768,12 @@ def _build(
     if vlt is not None:
         (build_dir / "ports.vlt").write_text(vlt)
         build_args = [str(build_dir / "ports.vlt"), *build_args]
+    if simulator == "icarus":
+        from sim.icarus import merge_register_processes
+
+        rewritten = build_dir / "src"
+        rewritten.mkdir()
+        sources = [_write_rewritten(rewritten, p, merge_register_processes) for p in sources]
     build_log = build_dir / "build.log"
     try:
         runner.build(

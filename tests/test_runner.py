@@ -368,3 +368,51 @@ def test_ccache_serves_verilators_runtime_library(simulator: str, tmp_path: Path
     log = (tmp_path / "b6" / "build.log").read_text()
     assert str(ccache) not in log and "c++ " in log
     assert _ccache_stats(ccache, tmp_path / "ccache") == stats[1]
+
+
+def test_icarus_sources_get_one_clocked_process_per_clock():
+    """sim.icarus.merge_register_processes: Yosys's one-register processes of each module become one
+    process per clock at the end of that module; a process with more than one statement, and every
+    other line, stay as they are."""
+    from sim.icarus import merge_register_processes
+
+    src = (
+        "module a(clk, x);\n"
+        "  reg r = 1'h0;\n"
+        "  always @(posedge clk)\n"
+        "    r <= \\$1 ;\n"
+        "  assign x = r;\n"
+        "  always @(posedge clk2)\n"
+        "    q <= { r, r };\n"
+        "  always @(posedge clk) begin\n"
+        "    if (en) m[a] <= d;\n"
+        "  end\n"
+        "  always @(posedge clk)\n"
+        "    s <= r;\n"
+        "endmodule\n"
+        "module b(clk);\n"
+        "  always @(posedge clk)\n"
+        "    t <= 2'h3;\n"
+        "endmodule\n"
+    )
+    assert merge_register_processes(src) == (
+        "module a(clk, x);\n"
+        "  reg r = 1'h0;\n"
+        "  assign x = r;\n"
+        "  always @(posedge clk) begin\n"
+        "    if (en) m[a] <= d;\n"
+        "  end\n"
+        "  always @(posedge clk) begin\n"
+        "    r <= \\$1 ;\n"
+        "    s <= r;\n"
+        "  end\n"
+        "  always @(posedge clk2) begin\n"
+        "    q <= { r, r };\n"
+        "  end\n"
+        "endmodule\n"
+        "module b(clk);\n"
+        "  always @(posedge clk) begin\n"
+        "    t <= 2'h3;\n"
+        "  end\n"
+        "endmodule\n"
+    )
