@@ -68,6 +68,24 @@ def mxu_verilog(config, name: str = "mxu") -> str:
     return "\n".join((pe_text, row_text, top_text))
 
 
+_text_cache = None
+
+
+def set_text_cache(cache) -> None:
+    """Install a cache for the Verilog of the modules a top instantiates (the HBM controller, the
+    JEDEC checkers): ``cache(name, key, make)`` returns the text of module ``name`` for ``key`` (a
+    value with a deterministic ``repr``), calling ``make()`` only when it has none. Without one (the
+    default; :mod:`sim.runner` installs its disk cache), the text is kept per process only.
+    ``None`` removes it."""
+    global _text_cache
+    _text_cache = cache
+
+
+def cached_text(name: str, key, make) -> str:
+    """``make()``, or the installed cache's text for (``name``, ``key``) (:func:`set_text_cache`)."""
+    return make() if _text_cache is None else _text_cache(name, key, make)
+
+
 def submodule_verilog(component, name: str) -> str:
     """Verilog of ``component`` converted alone as module ``name``, for a design that instantiates it
     (:class:`~hw.instance.ModuleInstance`, the MXU's ``pe_blackbox``): without ``(* src *)``
@@ -118,8 +136,9 @@ def hbm_verilog(controller, module_name: str) -> str:
     module, ``<module_name>_pc``, instantiated once per pseudo-channel; no ``(* top = 1 *)``.
 
     The controller is most of a GEMM top's Verilog (its pseudo-channel controller about 0.6 MB and
-    3 s of conversion each): as modules of their own they are converted once per process and
-    configuration (the text is cached), not once per engine configuration and pseudo-channel.
+    3 s of conversion each): as modules of their own they are converted once per configuration (the
+    text is cached per process, and by :func:`set_text_cache`'s cache across processes), not once per
+    engine configuration and pseudo-channel.
 
     Raises:
         ValueError: ``controller.ctrl_name`` is set (this function names the pseudo-channel module).
@@ -137,10 +156,13 @@ def _hbm_verilog(hbm_config, axi_ports: int, id_bits: int, rob_depth: int, modul
     from .hbm.axi import HBMController
     from .hbm.controller import PseudoChannelController
 
-    pc_name = f"{module_name}_pc"
-    pc_text = submodule_verilog(PseudoChannelController(hbm_config), pc_name)
-    hbm = HBMController(hbm_config, axi_ports, id_bits, rob_depth, ctrl_name=pc_name)
-    return pc_text + "\n" + submodule_verilog(hbm, module_name)
+    def make():
+        pc_name = f"{module_name}_pc"
+        pc_text = submodule_verilog(PseudoChannelController(hbm_config), pc_name)
+        hbm = HBMController(hbm_config, axi_ports, id_bits, rob_depth, ctrl_name=pc_name)
+        return pc_text + "\n" + submodule_verilog(hbm, module_name)
+
+    return cached_text(module_name, ("hbm_controller", hbm_config, axi_ports, id_bits, rob_depth), make)
 
 
 def engine_verilog(config, name: str = "engine") -> str:

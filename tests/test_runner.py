@@ -416,3 +416,27 @@ def test_icarus_sources_get_one_clocked_process_per_clock():
         "  end\n"
         "endmodule\n"
     )
+
+
+def test_module_verilog_is_cached_on_disk_across_processes(tmp_path, monkeypatch):
+    """sim.runner installs hw.generate's module text cache: the text a top instantiates (the HBM
+    controller, the JEDEC checkers) is made once per key and read back from the build folder, in
+    this process and any other (a second call does not call make; the file holds the text)."""
+    import hw.generate
+    import sim.runner
+
+    monkeypatch.setenv("MXU_BUILD_DIR", str(tmp_path))
+    calls = []
+
+    def make():
+        calls.append(1)
+        return "module m_hbm;\nendmodule\n"
+
+    assert hw.generate._text_cache is sim.runner._module_text
+    first = hw.generate.cached_text("m_hbm", ("hbm_controller", 1), make)
+    again = hw.generate.cached_text("m_hbm", ("hbm_controller", 1), make)
+    assert first == again == "module m_hbm;\nendmodule\n" and len(calls) == 1
+    (path,) = (tmp_path / "cache" / "verilog").glob("*/m_hbm.v")
+    assert path.read_text() == first
+    hw.generate.cached_text("m_hbm", ("hbm_controller", 2), make)  # another key: made again
+    assert len(calls) == 2

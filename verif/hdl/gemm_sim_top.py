@@ -133,6 +133,7 @@ def gemm_sim_verilog(config: EngineConfig, *, stored_rows: int = 256, fill: int 
 def _checker_verilog(hbm_config, pc: int, module_name: str) -> str:
     """Verilog of :class:`~verif.hdl.jedec_checker.JedecCheckerHDL` for pseudo-channel ``pc`` as module
     ``module_name`` (without ``(* top = 1 *)``)."""
-    from hw.generate import submodule_verilog
+    from hw.generate import cached_text, submodule_verilog
 
-    return submodule_verilog(JedecCheckerHDL(hbm_config, pc), module_name)
+    return cached_text(module_name, ("jedec_checker", hbm_config, pc),
+                       lambda: submodule_verilog(JedecCheckerHDL(hbm_config, pc), module_name))
