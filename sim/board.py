@@ -28,7 +28,8 @@ SIM_BAUD_DIVISOR = 4
 
 
 def sim_config(config=None):
-    """``config`` (default :class:`hw.board.BoardConfig`) with the baud set to clk_hz / SIM_BAUD_DIVISOR (4) for simulation."""
+    """``config`` (default :class:`hw.board.BoardConfig`) with the baud set to
+    clk_hz / SIM_BAUD_DIVISOR (4) for simulation."""
     from hw.board import BoardConfig
     config = config or BoardConfig()
     return replace(config, baud=config.clk_hz // SIM_BAUD_DIVISOR)

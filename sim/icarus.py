@@ -29,6 +29,16 @@ _ONE_REGISTER = re.compile(r"^  always @\(posedge (\S+)\)\n    ([^\n;]*<=[^\n]*;
 _MODULE = re.compile(r"(?=^module )", re.M)
 
 
+def _collector(by_clock: dict[str, list[str]]):
+    """A ``re.sub`` callback that files each matched process's statement under its clock and removes it."""
+
+    def take(m: re.Match) -> str:
+        by_clock.setdefault(m.group(1), []).append(m.group(2))
+        return ""
+
+    return take
+
+
 def merge_register_processes(verilog: str) -> str:
     """``verilog`` with each module's one-register ``always @(posedge clk)`` processes merged into one
     process per clock (placed before ``endmodule``); every other line is kept as it is.
@@ -43,11 +53,7 @@ def merge_register_processes(verilog: str) -> str:
     for module in _MODULE.split(verilog):
         by_clock: dict[str, list[str]] = {}
 
-        def take(m: re.Match) -> str:
-            by_clock.setdefault(m.group(1), []).append(m.group(2))
-            return ""
-
-        body = _ONE_REGISTER.sub(take, module)
+        body = _ONE_REGISTER.sub(_collector(by_clock), module)
         if by_clock:
             end = body.rindex("endmodule")
             merged = "".join(
