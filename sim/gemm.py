@@ -160,7 +160,9 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             ``samples`` (cycle, act valid, act ready, feeder wait reason, B arvalid, B arready,
             B rvalid, A arvalid,
             A rvalid, accumulator bank 0 and 1 states, C0 rvalid, result W beat) for every cycle;
-            Verilator only: it reads engine internals; with ``memory="python"`` only).
+            Verilator only: it reads engine internals; with ``memory="python"`` only: with
+            ``memory="hdl"`` a trace has the commands and ``samples`` is empty). Python samples the
+            pins every cycle while a trace is recorded.
         memory: "hdl" (default; "python" when ``trace`` is given): the HBM device model and JEDEC
             checker in the netlist (:mod:`verif.hdl`, bench :mod:`verif.tb.gemm_fast_tb`), Python only
             at the transaction level;
@@ -195,8 +197,6 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         raise ValueError(f"memory must be one of hdl, python; got {memory!r}")
     if device_hbm is not None and memory != "hdl":
         raise ValueError("device_hbm needs memory='hdl' (the Python device model checks the controller's own rules)")
-    if trace and memory != "python":
-        raise ValueError("trace needs memory='python' (it samples the DRAM pins from Python every cycle)")
     fmt = cfg.mxu.fmt
     specs = []
     arrays = {}
@@ -255,11 +255,14 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         try:
             top, tb = ("gemm", "verif.tb.gemm_tb") if memory == "python" else ("gemm_sim", "verif.tb.gemm_fast_tb")
             # the benches reach the top ports, the HDL device models' stores (marked public in their
-            # Verilog) and, for a trace, the few engine signals it samples. The per-cycle bench keeps
-            # those probes in every build, so one build serves runs with and without a trace.
-            probes = ()
+            # Verilog) and, for a trace, the few engine signals the per-cycle bench samples or the
+            # DRAM command pins the HDL one does. Each keeps its probes in every build (read only:
+            # no speed lost), so one build serves runs with and without a trace.
             if memory == "python":
                 from verif.tb.gemm_tb import TRACE_SIGNALS as probes
+            else:
+                from verif.tb.base import command_pins
+                probes = command_pins(cfg.hbm.pseudo_channels)
             res = run_cocotb([verilog], top, tb, simulator=sim, public_signals=probes,
                              waves_path=Path(waves).resolve() if waves else None,
                              env=conf.env())

@@ -72,7 +72,8 @@ def test_bad_descriptor_through_the_register_port(simulator):
 def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
     """``run_gemms(trace=...)`` on the default 8x8 engine, 8x8x8 bf16: the trace holds exactly the
     DRAM traffic of the GEMM (8 A rows + 8 B rows = 16 RD bursts, 8 result rows = 8 WR bursts, one
-    32 B burst each) and one array feed per PERF_FEED count (8 beats)."""
+    32 B burst each) and one array feed per PERF_FEED count (8 beats); the HDL memory system's trace
+    (``memory="hdl"``) has the same commands and addresses at the same distances."""
     from hw.hbm.controller import ColCmd
 
     print(f"seed {seed}")
@@ -90,6 +91,14 @@ def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
     fed = (samples[:, 1] == 1) & (samples[:, 2] == 1)
     assert int(fed.sum()) == r.perf["perf_feed"] == 8
     assert samples.shape[1] == 13 and np.all(np.diff(samples[:, 0]) == 1)
+    # the HDL memory system's trace (its bench samples the pins between controller and device models):
+    # the same commands with the same addresses at the same distances, and no samples
+    hdl_path = tmp_path / "trace_hdl.npz"
+    run_gemms([GemmJob(a, b)], EngineConfig(), sim=simulator, progress=False, trace=str(hdl_path), memory="hdl")
+    h = np.load(hdl_path)
+    assert h["samples"].shape == (0, 13)
+    assert np.array_equal(h["cmds"][:, 1:], cmds[:, 1:]) and np.array_equal(h["addrs"], t["addrs"])
+    assert np.array_equal(np.diff(h["cmds"][:, 0]), np.diff(cmds[:, 0]))
 
 
 def test_controller_is_one_module_in_the_gemm_top():

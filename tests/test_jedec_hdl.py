@@ -264,11 +264,11 @@ def test_generated_verilog_gives_the_python_verdicts(simulator, tmp_path):
 @pytest.mark.cocotb
 @pytest.mark.parametrize("simulator", ["verilator"], indirect=True)
 def test_recorded_gemm_trace_gives_the_python_verdicts(simulator, tmp_path, seed):
-    """A real GEMM's DRAM commands (8x8 engine, 64x64x64 bf16, recorded by the per-cycle bench:
-    over 4,000 cycles, so refreshes are in it) through both back ends (the Python checker and the
-    HDL checker's Verilog on the simulator that recorded it): no violation in either; then mutants of
-    it (a command 1 to 3 cycles early, a PRE or REF left out): the same first violation, rule and
-    cycle, or none, in both."""
+    """A real GEMM's DRAM commands (8x8 engine, 64x64x64 bf16, recorded on the pins of the HDL memory
+    system, the build the other 8x8 tests use: over 4,000 cycles, so refreshes are in it) through both
+    back ends (the Python checker and the HDL checker's Verilog on the simulator that recorded it): no
+    violation in either; then mutants of it (a command 1 to 3 cycles early, a PRE or REF left out):
+    the same first violation, rule and cycle, or none, in both."""
     import numpy as np
 
     from hw.engine import EngineConfig
@@ -281,7 +281,7 @@ def test_recorded_gemm_trace_gives_the_python_verdicts(simulator, tmp_path, seed
     b = to_format(rng.standard_normal((64, 64)).astype(np.float32), "bf16")
     cfg = EngineConfig()
     path = tmp_path / "trace.npz"
-    (r,), _ = run_gemms([GemmJob(a, b)], cfg, sim=simulator, progress=False, trace=str(path))
+    (r,), _ = run_gemms([GemmJob(a, b)], cfg, sim=simulator, progress=False, trace=str(path), memory="hdl")
     assert r.status == 0b10
     t = np.load(path)
     trace = recorded_trace(t["cmds"], t["addrs"], pc=0)

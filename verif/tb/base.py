@@ -38,6 +38,15 @@ __all__ = ["GemmTbConfig", "HbmAxiTbConfig", "start_clock", "DramAdapter", "Back
 DRAM_PINS = ("row_cmd", "row_bg", "row_bank", "row_row", "col_cmd", "col_bg", "col_bank", "col_row", "col_column",
              "wdata", "wmask", "wdata_valid")
 
+#: the address pins recorded with each DRAM command of a trace (0 where that command slot is empty)
+ADDR_FIELDS = ("row_bg", "row_bank", "row_row", "col_bg", "col_bank", "col_row", "col_column")
+
+
+def command_pins(pseudo_channels: int) -> tuple[str, ...]:
+    """The command and address pins of each pseudo-channel (``pc<k>__<pin>``) that the GEMM top with
+    the HDL memory system keeps readable, for a command trace (:mod:`verif.tb.gemm_fast_tb`)."""
+    return tuple(f"pc{k}__{pin}" for k in range(pseudo_channels) for pin in ("row_cmd", "col_cmd", *ADDR_FIELDS))
+
 
 class _EnvConfig:
     """JSON through one environment variable (``ENV``); configuration objects as their dicts."""

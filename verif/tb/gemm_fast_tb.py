@@ -25,7 +25,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from verif.gemm_host import POLL_CYCLES, drain_cycles
 from verif.hdl.gemm_sim_top import VIOLATION_FIELDS
 from verif.hdl.jedec_checker import describe
-from verif.tb.base import GemmTbConfig, HdlBackdoor, run_gemm_jobs, start_clock
+from verif.tb.base import ADDR_FIELDS, GemmTbConfig, HdlBackdoor, run_gemm_jobs, start_clock
 
 PERIOD_NS = 10
 
@@ -39,6 +39,23 @@ def violation_message(dut, config) -> str:
             out.append(describe(fields, k, config) + ("" if all(v.is_resolvable for v in raw.values())
                                                       else f" (unresolved outputs: {raw})"))
     return "; ".join(out)
+
+
+async def record_commands(dut, pseudo_channels: int, now, cmds: list, addrs: list) -> None:
+    """Every DRAM command on the pins between the controller and the device models, sampled at each
+    falling edge (Python every cycle: only for a trace): ``cmds`` gets (cycle, pc, row command, column
+    command), ``addrs`` the address pins (``ADDR_FIELDS``; 0 where that command slot is empty)."""
+    pins = [{n: getattr(dut, f"pc{k}__{n}") for n in ("row_cmd", "col_cmd", *ADDR_FIELDS)}
+            for k in range(pseudo_channels)]
+    row_fields = ADDR_FIELDS[:3]
+    while True:
+        await FallingEdge(dut.clk)
+        for k, h in enumerate(pins):
+            row, col = int(h["row_cmd"].value), int(h["col_cmd"].value)
+            if row or col:
+                cmds.append((now(), k, row, col))
+                addrs.append(tuple(int(h[f].value) if (row if f in row_fields else col) else 0
+                                   for f in ADDR_FIELDS))
 
 
 def backdoor_round_trip(mem: HdlBackdoor, stored_rows: int, seed: int) -> int:
@@ -115,6 +132,10 @@ async def gemm_jobs(dut):
         assert job["kind"] == "backdoor", job
         return {f"backdoor{j}": np.array(backdoor_round_trip(mem, cfg.stored_rows, job["seed"]))}
 
+    trace_cmds, trace_addrs = [], []
+    if cfg.trace:
+        cocotb.start_soon(record_commands(dut, cfg.engine.hbm.pseudo_channels, now, trace_cmds, trace_addrs))
+
     t_wall = time.perf_counter()
     results = await run_gemm_jobs(dut, cfg, mem, axil, now=now, wait_done=wait_done, drain=drain, special=special)
     # The refresh-rate check at the end of the run. The strobe is driven from falling edge to falling
@@ -132,3 +153,7 @@ async def gemm_jobs(dut):
     dut._log.info("wall time: %s", ", ".join(f"{k} {float(results[k]):.2f}"
                                               for k in ("backdoor_s", "engine_s", "registers_s")))
     np.savez(cfg.out_npz, **results)
+    if cfg.trace:  # the commands only: the engine's internals are not readable in this build
+        np.savez(cfg.trace, cmds=np.array(trace_cmds, dtype=np.int64).reshape(-1, 4),
+                 addrs=np.array(trace_addrs, dtype=np.int64).reshape(-1, len(ADDR_FIELDS)),
+                 samples=np.zeros((0, 13), dtype=np.int64))

@@ -24,14 +24,12 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from verif.gemm_host import FILL, POLL_CYCLES, drain_cycles
 from verif.hbm_device import HBMDevice
-from verif.tb.base import DramAdapter, GemmTbConfig, run_gemm_jobs, start_clock
+from verif.tb.base import ADDR_FIELDS, DramAdapter, GemmTbConfig, run_gemm_jobs, start_clock
 
 #: the inner signals a trace samples (the only ones besides the top's ports this bench reads)
 TRACE_SIGNALS = ("act__valid", "act__ready", "s1_why", "acc0_state", "acc1_state", "axi0__arvalid", "axi1__arvalid",
                  "axi2__wvalid", "mem_a__rvalid", "mem_w__arready", "mem_w__rvalid", "mem_c__rvalid", "mem_c__wready")
 
-#: the address pins recorded with each DRAM command of a trace (0 where that command slot is empty)
-ADDR_FIELDS = ("row_bg", "row_bank", "row_row", "col_bg", "col_bank", "col_row", "col_column")
 
 
 class Trace:
