@@ -459,7 +459,9 @@ def _build_key(
     if simulator == "verilator":
         config["opt_fast"] = toolchain.verilator_opt()
     else:  # the sources are compiled as sim.icarus rewrites them
-        config["source_rewrite"] = "merge_register_processes"
+        from sim import icarus
+
+        config["source_rewrite"] = "merge_register_processes" if icarus.enabled() else None
     if public:  # only a ports-only build: an "all" build keeps the key it always had
         config.update(public)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
@@ -779,12 +781,12 @@ def _build(
     if vlt is not None:
         (build_dir / "ports.vlt").write_text(vlt)
         build_args = [str(build_dir / "ports.vlt"), *build_args]
-    if simulator == "icarus":
-        from sim.icarus import merge_register_processes
+    from sim import icarus
 
+    if simulator == "icarus" and icarus.enabled():
         rewritten = build_dir / "src"
         rewritten.mkdir()
-        sources = [_write_rewritten(rewritten, p, merge_register_processes) for p in sources]
+        sources = [_write_rewritten(rewritten, p, icarus.merge_register_processes) for p in sources]
     build_log = build_dir / "build.log"
     try:
         runner.build(

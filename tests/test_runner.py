@@ -440,3 +440,30 @@ def test_module_verilog_is_cached_on_disk_across_processes(tmp_path, monkeypatch
     assert path.read_text() == first
     hw.generate.cached_text("m_hbm", ("hbm_controller", 2), make)  # another key: made again
     assert len(calls) == 2
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("simulator", ["icarus"], indirect=True)
+def test_icarus_builds_compile_the_merged_sources(simulator: str, adder_v: Path, tmp_path: Path, monkeypatch) -> None:
+    """An Icarus build compiles sim.icarus's rewrite of the sources (the build folder holds it, one
+    clocked process per clock) and passes; MXU_ICARUS_MERGE=0 builds the sources as they are, under
+    another cache key."""
+    from sim.icarus import merge_register_processes
+
+    env = {"MXU_TB_CONFIG": json.dumps({"width": 8, "beats": 50})}
+    stamps = {}
+    for merge in ("1", "0"):
+        monkeypatch.setenv("MXU_ICARUS_MERGE", merge)
+        build = tmp_path / f"merge{merge}"
+        result = run_cocotb([adder_v], TOP, TB, simulator="icarus", seed=3, env=env, build_dir=build)
+        assert (result.passed, result.failed) == (2, 0), _describe(result)
+        stamps[merge] = json.loads((build / runner._STAMP).read_text())
+        rewritten = build / "src" / adder_v.name
+        if merge == "1":
+            assert rewritten.read_text() == merge_register_processes(adder_v.read_text())
+        else:
+            assert not rewritten.exists()
+        compiled = (build / "sim.vvp").read_text(errors="replace")  # vvp lists the files it was built from
+        assert (f'"{rewritten}"' in compiled) == (merge == "1")
+        assert (f'"{adder_v}"' in compiled) == (merge == "0")
+    assert stamps["1"]["key"] != stamps["0"]["key"]
