@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Cat, ClockDomain, Elaboratable, Module, Signal, Value
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal, Value
 from amaranth.sim import Simulator
 
 from hw.hbm.config import TIMING_PRESETS, HBMConfig
 from hw.hbm.controller import ColCmd, RowCmd
+from verif.amaranth_tb import set_together
 from verif.hdl.jedec_checker import CHECKS, JedecCheckerHDL, describe
 from verif.jedec_checker import JedecChecker, TimingViolation
 from verif.jedec_selftest import boundary_traces, python_verdict
@@ -56,10 +57,8 @@ def hdl_verdicts(config: HBMConfig, traces, *, finish_at=None) -> list[dict | No
     sim.add_clock(1e-6)
     out = []
 
-    # All inputs in one ctx.set per cycle, and a stretch of idle cycles in one tick: a testbench's
-    # ctx.set settles the whole design, and one set per pin made a recorded GEMM trace (11 runs of
-    # about 5,000 cycles) take 88 s in this simulator. The address pins keep their last value under
-    # NOP, as the controller's do.
+    # All inputs in one ctx.set per cycle (verif.amaranth_tb.set_together), and a stretch of idle
+    # cycles in one tick. The address pins keep their last value under NOP, as the controller's do.
     pins = (
         "row_cmd",
         "row_bg",
@@ -73,15 +72,9 @@ def hdl_verdicts(config: HBMConfig, traces, *, finish_at=None) -> list[dict | No
         "wdata_valid",
         "finish",
     )
-    drive = Cat(*(getattr(dut, p) for p in pins))
-    widths = [len(Value.cast(getattr(dut, p))) for p in pins]
 
-    def pack(v):
-        word, shift = 0, 0
-        for name, w in zip(pins, widths):
-            word |= int(v[name]) << shift
-            shift += w
-        return word
+    def drive(ctx, v):
+        set_together(ctx, [(getattr(dut, p), v[p]) for p in pins])
 
     async def bench(ctx):
         for trace in traces:
@@ -101,7 +94,7 @@ def hdl_verdicts(config: HBMConfig, traces, *, finish_at=None) -> list[dict | No
             for e in [*(x for x in events if x <= end), end + 1]:
                 v.update(row_cmd=RowCmd.NOP.value, col_cmd=ColCmd.NOP.value, wdata_valid=0, finish=0)
                 if e > c:  # cycles c .. e - 1: no command, no write data
-                    ctx.set(drive, pack(v))
+                    drive(ctx, v)
                     await ctx.tick().repeat(e - c)
                     c = e
                 if e > end:
@@ -113,11 +106,11 @@ def hdl_verdicts(config: HBMConfig, traces, *, finish_at=None) -> list[dict | No
                     else:
                         v.update(col_cmd=COL[cmd].value, col_bg=bg, col_bank=bank, col_row=row, col_column=col)
                 v["finish"] = int(finish_at is not None and c == finish_at)
-                ctx.set(drive, pack(v))
+                drive(ctx, v)
                 await ctx.tick()
                 c += 1
             v.update(row_cmd=RowCmd.NOP.value, col_cmd=ColCmd.NOP.value, wdata_valid=0, finish=0)
-            ctx.set(drive, pack(v))
+            drive(ctx, v)
             if ctx.get(dut.violation):
                 out.append({f: ctx.get(getattr(dut, f"v_{f}")) for f in FIELDS})
             else:

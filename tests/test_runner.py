@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -421,7 +422,7 @@ def test_icarus_sources_get_one_clocked_process_per_clock():
 def test_module_verilog_is_cached_on_disk_across_processes(tmp_path, monkeypatch):
     """sim.runner installs hw.generate's module text cache: the text a top instantiates (the HBM
     controller, the JEDEC checkers) is made once per key and read back from the build folder, in
-    this process and any other (a second call does not call make; the file holds the text)."""
+    this process and in another one (neither calls make again; the file holds the text)."""
     import hw.generate
     import sim.runner
 
@@ -440,6 +441,20 @@ def test_module_verilog_is_cached_on_disk_across_processes(tmp_path, monkeypatch
     assert path.read_text() == first
     hw.generate.cached_text("m_hbm", ("hbm_controller", 2), make)  # another key: made again
     assert len(calls) == 2
+    # another process finds it on disk: its make would fail
+    probe = (
+        "import sim.runner, hw.generate\n"
+        "def make(): raise AssertionError('converted again')\n"
+        "print(hw.generate.cached_text('m_hbm', ('hbm_controller', 1), make), end='')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "MXU_BUILD_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        cwd=runner.repo_root(),
+    )
+    assert out.returncode == 0 and out.stdout == first, out.stderr
 
 
 @pytest.mark.cocotb

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Value
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
@@ -10,6 +10,7 @@ from hw.hbm.config import HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from hw.hbm.emulator import BRAMEmulator
 
+from .amaranth_tb import set_together
 from .hbm_harness import PCHarness, Pins
 
 __all__ = ["run_pc_amaranth"]
@@ -40,19 +41,12 @@ def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
         wiring.connect(dut, ctrl.dram, emu.dram)
     d = ctrl.dram
     result = {}
-    # The testbench's inputs in one ctx.set per cycle: each set settles the whole design (one per
-    # input made test_refresh_while_saturated take 28.7 s instead of 23.0 s).
-    inputs = [ctrl.req.valid, ctrl.req.payload.write, ctrl.req.payload.addr, ctrl.req.payload.tag,
-              ctrl.req.payload.wdata, ctrl.req.payload.wmask, ctrl.rsp.ready]
+    # the testbench's inputs in one ctx.set per cycle (verif.amaranth_tb.set_together)
+    inputs = [(ctrl.req.valid, "req_valid"), (ctrl.req.payload.write, "req_write"), (ctrl.req.payload.addr, "req_addr"),
+              (ctrl.req.payload.tag, "req_tag"), (ctrl.req.payload.wdata, "req_wdata"),
+              (ctrl.req.payload.wmask, "req_wmask"), (ctrl.rsp.ready, "rsp_ready")]
     if emulated_rows is None:
-        inputs += [d.rdata_valid, d.rdata]
-    drive = Cat(*inputs)
-    widths = [len(Value.cast(x)) for x in inputs]
-
-    def drive_values(drv):
-        values = [drv.req_valid, drv.req_write, drv.req_addr, drv.req_tag, drv.req_wdata, drv.req_wmask,
-                  drv.rsp_ready]
-        return values + ([drv.rdata_valid, drv.rdata] if emulated_rows is None else [])
+        inputs += [(d.rdata_valid, "rdata_valid"), (d.rdata, "rdata")]
 
     async def tb(ctx):
         idle = 0
@@ -66,11 +60,7 @@ def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
                 rsp_tag=ctx.get(ctrl.rsp.payload.tag), rsp_rdata=ctx.get(ctrl.rsp.payload.rdata),
                 refresh_owed=ctx.get(ctrl.refresh_owed))
             drv = harness.step(pins)
-            word, shift = 0, 0
-            for value, width in zip(drive_values(drv), widths):
-                word |= (value & ((1 << width) - 1)) << shift
-                shift += width
-            ctx.set(drive, word)
+            set_together(ctx, [(signal, getattr(drv, name)) for signal, name in inputs])
             await ctx.tick()
             if harness.done:
                 idle += 1

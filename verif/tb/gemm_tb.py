@@ -31,7 +31,6 @@ TRACE_SIGNALS = ("act__valid", "act__ready", "s1_why", "acc0_state", "acc1_state
                  "axi2__wvalid", "mem_a__rvalid", "mem_w__arready", "mem_w__rvalid", "mem_c__rvalid", "mem_c__wready")
 
 
-
 class Trace:
     """Every DRAM command (cycle, pc, row command, column command) with its address, and each cycle
     the engine's feeder state (reads engine internals: Verilator with ``--public-flat-rw``)."""
