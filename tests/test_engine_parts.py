@@ -344,6 +344,139 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, seed):
     assert written == want
 
 
+def _bursts(addr, beats, bb):
+    """The AXI4 INCR bursts (address, beats) of a transfer: at most 256 beats, none across 4 KiB."""
+    out = []
+    while beats:
+        n = min(beats, (4096 - addr % 4096) // bb, 256)
+        out.append((addr, n))
+        addr, beats = addr + n * bb, beats - n
+    return out
+
+
+@pytest.mark.parametrize("bb", [32, 4])
+def test_burst_splitter_bursts_latency_and_rate(bb, seed):
+    """Random transfers (1 to 700 beats, some across 4 KiB boundaries) under random gaps on ``cmd`` and
+    random ``ax`` back-pressure give exactly the legal bursts in order; with both sides always ready,
+    single-burst transfers leave one burst per cycle, the first one cycle after its ``cmd``."""
+    from hw.engine.dma import BurstSplitter
+
+    rnd = random.Random(seed)
+    sp = BurstSplitter(34, bb)
+    xfers = [(rnd.randrange(0, 1 << 20) * bb, rnd.choice([1, 2, rnd.randrange(1, 701)])) for _ in range(60)]
+    xfers += [(4096 - bb, 2), ((1 << 34) - 512 * bb, 512)]
+    singles = [(j * 4096, 1 + j % 200) for j in range(12)]  # one burst each
+    want = [b for a, n in xfers for b in _bursts(a, n, bb)]
+    got, timing = [], {}
+
+    async def bench(ctx):
+        for phase, items, busy_bus in (("random", xfers, True), ("rate", singles, False)):
+            i, seen, cyc, start = 0, 0, 0, None
+            n_out = len(want) if phase == "random" else len(singles)
+            while seen < n_out:
+                offer = i < len(items) and (not busy_bus or rnd.random() < 0.7)
+                ctx.set(sp.cmd.valid, offer)
+                if offer:
+                    ctx.set(sp.cmd.payload.addr, items[i][0])
+                    ctx.set(sp.cmd.payload.beats, items[i][1])
+                ready = not busy_bus or rnd.random() < 0.6
+                ctx.set(sp.ax.ready, ready)
+                if offer and ctx.get(sp.cmd.ready):
+                    start = cyc if start is None else start
+                    i += 1
+                if ready and ctx.get(sp.ax.valid):
+                    burst = (ctx.get(sp.ax.payload.addr), ctx.get(sp.ax.payload.len) + 1)
+                    if phase == "random":
+                        got.append(burst)
+                    else:
+                        timing.setdefault("first", cyc - start)
+                        timing["last"] = cyc - start
+                    seen += 1
+                await ctx.tick()
+                cyc += 1
+            ctx.set(sp.cmd.valid, 0)
+            for _ in range(3):
+                await ctx.tick()
+            assert not ctx.get(sp.busy) and not ctx.get(sp.ax.valid)
+
+    _run(sp, bench)
+    assert got == want
+    assert timing == {"first": 1, "last": len(singles)}
+
+
+def _range_verdict(cfg, regs):
+    """Run the descriptor unit alone on ``regs`` until it reports DONE or strobes ``go``; returns
+    (error code, CYCLES at that point; None for a descriptor that passed to ``go``)."""
+    du = DescriptorUnit(cfg)
+    out = {}
+
+    async def bench(ctx):
+        await _start(ctx, du, regs)
+        for _ in range(200):
+            if ctx.get(du.go):
+                out["verdict"] = (0, None)
+                return
+            status = ctx.get(du.status)
+            if status & 0b10:
+                out["verdict"] = (status >> 4 & 0xF, ctx.get(du.cycles))
+                return
+            await ctx.tick()
+
+    _run(du, bench)
+    return out["verdict"]
+
+
+def _range_regs(cfg, matrix, rows, stride, past):
+    """Registers of a 2x2 int8 GEMM whose matrix ``matrix`` has ``rows`` rows of ``stride`` bytes and
+    ends exactly at the memory's last byte (``past`` = 0) or ``past`` bytes beyond it."""
+    cap = cfg.hbm.capacity_bytes
+    regs = {"M": 4, "K": 32, "N": 32, "FLAGS": 0, "C_BASE": 0, "C_STRIDE": 128}
+    regs.update({f"{x}_BASE": 0x1000 * (j + 1) for j, x in enumerate("ABD")})
+    regs.update({"A_STRIDE": 32, "B_STRIDE": 32, "D_STRIDE": 128})
+    if matrix == "C":
+        regs["FLAGS"] = 1
+    regs["M" if matrix != "B" else "K"] = rows
+    regs["A_STRIDE"] = regs["K"]
+    rowb = {"A": regs["K"], "B": regs["N"], "C": regs["N"] * 4, "D": regs["N"] * 4}[matrix]
+    regs[f"{matrix}_STRIDE"] = stride
+    regs[f"{matrix}_BASE"] = cap - (rows - 1) * stride - rowb + past
+    return regs
+
+
+# (matrix, rows, stride): rows - 1 and stride chosen so each of the four 17-bit partial products of
+# the RANGE pipeline carries a part of the product
+RANGE_CASES = [
+    ("A", (1 << 17) + 5, 0x7E0),  # rows - 1 above 17 bits: the high row bits times the low stride bits
+    ("B", 512, 0x5E0),
+    ("C", 5, 0x2A00060),  # stride above 17 bits: the low row bits times the high stride bits
+    ("D", 3, 0x3FE0020),
+]
+
+
+@pytest.mark.parametrize("matrix,rows,stride", RANGE_CASES, ids=[c[0] for c in RANGE_CASES])
+def test_range_check_is_exact_at_the_end_of_memory(matrix, rows, stride):
+    """A matrix that ends on the memory's last byte passes; 32 bytes further fails with ERROR 6,
+    reported at a fixed cycle: START, CHK1, CHK2, then matrix j (A, B, C, D = 0..3) is judged in
+    RANGE's cycle j + 3 (a four-stage pipeline), so CYCLES reads 7 + j."""
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=2, cols=2, fmt="int8"), hbm=HBM1, m_block=4, acc_entries=8, a_buffer_bytes=1024
+    )
+    assert _range_verdict(cfg, _range_regs(cfg, matrix, rows, stride, 0)) == (0, None)
+    assert _range_verdict(cfg, _range_regs(cfg, matrix, rows, stride, 32)) == (6, 7 + "ABCD".index(matrix))
+
+
+def test_range_check_sees_the_product_above_34_bits_and_ignores_c_without_load_c():
+    """(rows - 1) * stride = 2**17 * 2**17 = 2**34: only the high-by-high partial product is non-zero,
+    and the sum is above the 34-bit address space, so A does not fit however small its base. C far
+    beyond the memory does not matter when FLAGS.LOAD_C is clear."""
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=2, cols=2, fmt="int8"), hbm=HBM1, m_block=4, acc_entries=8, a_buffer_bytes=1024
+    )
+    regs = _range_regs(cfg, "A", 1, 32, 0)
+    assert _range_verdict(cfg, dict(regs, M=(1 << 17) + 1, A_BASE=0, A_STRIDE=1 << 17)) == (6, 7)
+    assert _range_verdict(cfg, dict(regs, C_BASE=0xFFFFFFE0, C_STRIDE=0xFFFFFFE0)) == (0, None)
+
+
 @pytest.mark.parametrize(
     "part",
     [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib.wiring import In, Out
 
 from .csr import CSRBlock
@@ -11,16 +11,36 @@ from .interface import EnginePart, Geometry, descriptor_layout, lg, mux_min, res
 __all__ = ["DescriptorUnit"]
 
 
+class _RangeRegs:
+    """The RANGE pipeline's registers (see :meth:`DescriptorUnit._range_check`)."""
+
+    def __init__(self, g: Geometry):
+        W = g.A32 + g.D + 2
+        self.n = Signal(3)                  # matrices entered (0..4)
+        self.v = Signal(3)                  # stage 1..3 holds a matrix
+        self.i = [Signal(2, name=f"rng_i{s}") for s in range(3)]
+        self.use = [Signal(name=f"rng_use{s}") for s in range(3)]
+        self.rm1 = Signal(g.D)              # rows - 1
+        self.stride = Signal(32)
+        self.off = Signal(g.A32 + 2)        # base + row bytes
+        self.p = [Signal(34, name=f"rng_p{j}") for j in range(4)]  # 17-bit partial products
+        self.lim = Signal(signed(g.A32 + 3))  # capacity - off
+        self.lim2 = Signal(signed(g.A32 + 3))
+        self.sum_a = Signal(W)
+        self.sum_b = Signal(W)
+
+
 class DescriptorUnit(EnginePart):
     """START to DONE: latch the registers, check them (:data:`~hw.engine.config.ERRORS`, the first
     failing check is reported), compute the blocking, run the loops until they are all done.
 
     States (``m.FSM``, named in waveforms): IDLE; CHK1 (zero, too large, format, alignment, stride
     checks; k-blocks, n-blocks, beats per A row); CHK2 (A words per row, ramp); RANGE (each matrix in
-    use ends inside the memory: two cycles per matrix, the product registered before the compare);
-    MB (``mbmax`` = min(m_block, M, floor(ABUF_DEPTH / wpr)), a restoring division, one quotient bit
-    per cycle; ``prep`` with the last bit); G (``g``: the fewest n-blocks whose rows of the first
-    block cover DEP_BEATS, at most NB and floor(ACCD / mbmax), one per cycle; ``go`` with the last);
+    use ends inside the memory: a four-stage pipeline, one matrix entering per cycle, seven cycles in
+    all; see :meth:`_range_check`); MB (until floor(ABUF_DEPTH / wpr) is known: a restoring division,
+    one quotient bit per cycle, started in RANGE's first cycle; then ``mbmax`` = min(m_block, M, that
+    quotient) and ``prep``); G (``g``: the fewest n-blocks whose rows of the first block cover
+    DEP_BEATS, at most NB and floor(ACCD / mbmax), one per cycle; ``go`` with the last);
     GO (the loops reset); RUN (until ``all_done``).
 
     Ports:
@@ -50,7 +70,7 @@ class DescriptorUnit(EnginePart):
     def elaborate(self, platform):  # noqa: C901 (one FSM, written out)
         m = Module()
         cfg, g = self.config, self.geom
-        R, C, ob, D, A32 = g.R, g.C, g.ob, g.D, g.A32
+        R, C, ob, D = g.R, g.C, g.ob, g.D
         d = Signal(descriptor_layout(g))
         busy, done, bus_err = Signal(), Signal(), Signal()
         err = Signal(4)
@@ -62,15 +82,14 @@ class DescriptorUnit(EnginePart):
         base = {x: getattr(d, f"{x}_base") for x in "abcd"}
         stride = {x: getattr(d, f"{x}_stride") for x in "abcd"}
         regs = {n: getattr(self, f"reg_{n}") for n in CSRBlock.RW}
-        rng_i = Signal(2)
-        rng_ph = Signal()                  # RANGE phase: 0 = register product and offset, 1 = compare
-        rng_prod = Signal(A32 + D + 2)     # (rows - 1) * stride of matrix rng_i
-        rng_off = Signal(A32 + D + 2)      # base + row bytes of matrix rng_i
+        rng = _RangeRegs(g)
         loop_n = Signal(range(max(cfg.m_block, g.ACCD) + 2))
         loop_p = Signal(D + 2)
         loop_s = Signal(D + 2)
         QB = g.ABUF_DEPTH.bit_length()     # quotient bits of ABUF_DEPTH / wpr
         div_q, div_r, div_b = Signal(QB), Signal(QB + 1), Signal(range(QB))
+        div_t = Signal(g.D + QB)           # wpr << div_b
+        div_busy = Signal()
         m_too, m_zero = Signal(), Signal()
 
         with m.If(busy & ~done):
@@ -81,6 +100,19 @@ class DescriptorUnit(EnginePart):
 
         def fail(code):
             return [err.eq(code), busy.eq(0), done.eq(1)]
+
+        # floor(ABUF_DEPTH / wpr), a restoring division, one quotient bit per cycle, started in
+        # RANGE's first cycle (wpr is set by CHK2) and running beside it; div_t = wpr << div_b is a
+        # register shifted once per cycle (a shifter by div_b in front of the compare was this
+        # unit's critical path)
+        div_start = Signal()
+        with m.If(div_start):
+            m.d.sync += [div_q.eq(0), div_r.eq(g.ABUF_DEPTH), div_b.eq(QB - 1), div_t.eq(d.wpr << (QB - 1)),
+                         div_busy.eq(1)]
+        with m.Elif(div_busy):
+            with m.If(div_t <= div_r):
+                m.d.sync += [div_r.eq(div_r - div_t), div_q.eq(div_q | (1 << div_b))]
+            m.d.sync += [div_t.eq(div_t >> 1), div_b.eq(div_b - 1), div_busy.eq(div_b != 0)]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -109,7 +141,7 @@ class DescriptorUnit(EnginePart):
                     d.kb.eq((d.k + R - 1) >> lg(R)), d.nb.eq((d.n + C - 1) >> lg(C)),
                     d.rb.eq((d.k + g.E - 1) >> lg(g.E)),
                     d.ldb_r.eq(stride["b"] << lg(R)), d.ldb_r1.eq((stride["b"] << lg(R)) - stride["b"]),
-                    rng_i.eq(0), rng_ph.eq(0),
+                    rng.n.eq(0), rng.v.eq(0),
                 ]
                 with m.If(code != 0):
                     m.d.sync += fail(code)
@@ -123,41 +155,18 @@ class DescriptorUnit(EnginePart):
                              d.ramp.eq((d.nb << lg(g.CPW)) < (4 << lg(g.NSUB)))]
                 m.next = "RANGE"
             with m.State("RANGE"):
-                # end = base + (rows - 1) * stride + row_bytes <= capacity, one matrix per two cycles
-                rows = [d.m, d.k, d.m, d.m]
-                rowb = [d.k * ob, d.n * ob, d.n << 2, result_bytes(d.n, d.out_bf16)]
-                sel_rows, sel_stride, sel_base, sel_rowb = Const(0, D), Const(0, 32), Const(0, A32), Const(0, D + 3)
-                for j, x in enumerate("abcd"):
-                    hit = rng_i == j
-                    sel_rows = Mux(hit, rows[j], sel_rows)
-                    sel_stride = Mux(hit, stride[x], sel_stride)
-                    sel_base = Mux(hit, base[x], sel_base)
-                    sel_rowb = Mux(hit, rowb[j], sel_rowb)
-                use = (rng_i != 2) | d.load_c
-                with m.If(~rng_ph):
-                    m.d.sync += [rng_prod.eq((sel_rows - 1) * sel_stride), rng_off.eq(sel_base + sel_rowb),
-                                 rng_ph.eq(1)]
-                with m.Else():
-                    m.d.sync += rng_ph.eq(0)
-                    with m.If(use & (rng_prod + rng_off > g.capacity)):
-                        m.d.sync += fail(6)
-                        m.next = "IDLE"
-                    with m.Elif(rng_i == 3):
-                        m.d.sync += [div_q.eq(0), div_r.eq(g.ABUF_DEPTH), div_b.eq(QB - 1)]
-                        m.next = "MB"
-                    with m.Else():
-                        m.d.sync += rng_i.eq(rng_i + 1)
+                m.d.comb += div_start.eq(rng.n == 0)
+                bad, passed = self._range_check(m, d, rng)
+                with m.If(bad):
+                    m.d.sync += fail(6)
+                    m.next = "IDLE"
+                with m.Elif(passed):
+                    m.next = "MB"
             with m.State("MB"):
-                trial = d.wpr << div_b
-                with m.If(trial <= div_r):
-                    m.d.sync += [div_r.eq(div_r - trial), div_q.eq(div_q | (1 << div_b))]
-                with m.If(div_b == 0):
-                    q_fin = Mux(trial <= div_r, div_q | 1, div_q)
-                    m.d.sync += [d.mbmax.eq(mux_min(mux_min(q_fin, d.m), cfg.m_block)), loop_n.eq(0), loop_p.eq(0),
-                                 loop_s.eq(0), prep.eq(1)]
+                with m.If(~div_busy):
+                    m.d.sync += [d.mbmax.eq(mux_min(mux_min(div_q, d.m), cfg.m_block)), loop_n.eq(0),
+                                 loop_p.eq(0), loop_s.eq(0), prep.eq(1)]
                     m.next = "G"
-                with m.Else():
-                    m.d.sync += div_b.eq(div_b - 1)
             with m.State("G"):
                 # few n-blocks per group keep the exposed write-back of the last group short
                 with m.If((loop_n < d.nb) & (loop_p + d.mbmax <= g.ACCD) & (loop_s < g.DEP_BEATS)):
@@ -176,3 +185,46 @@ class DescriptorUnit(EnginePart):
         with m.If(self.bus_error):
             m.d.sync += bus_err.eq(1)
         return m
+
+    def _range_check(self, m, d, rng: _RangeRegs):
+        """RANGE: base + (rows - 1) * stride + row bytes <= capacity for each matrix in use (A, B,
+        C when FLAGS.LOAD_C, D), the first failing one reported (ERR 6).
+
+        A pipeline, so no stage holds more than one 17x17-bit product or one adder: stage 1 selects
+        the matrix's operands into registers; stage 2 forms the four 17-bit partial products of the
+        20 x 32-bit product (one MULT18X18D each on ECP5) and ``capacity - (base + row bytes)``;
+        stage 3 adds them in pairs; stage 4 compares. Matrix j enters in RANGE's cycle j and is
+        judged in cycle j + 3, so RANGE takes 7 cycles. The product through a DSP cascade and its
+        adders in one cycle was the unit's critical path (77.9 MHz on ECP5-85k).
+
+        Returns ``(bad, passed)``, one-bit values for this cycle: a matrix in use ends beyond the
+        memory; the last matrix is judged and every one passed."""
+        g = self.geom
+        base = [getattr(d, f"{x}_base") for x in "abcd"]
+        stride = [getattr(d, f"{x}_stride") for x in "abcd"]
+        rows = [d.m, d.k, d.m, d.m]
+        rowb = [d.k * g.ob, d.n * g.ob, d.n << 2, result_bytes(d.n, d.out_bf16)]
+        uses = [1, 1, d.load_c, 1]
+        sel = [Const(0, 1), Const(0, g.D), Const(0, 32), Const(0, g.A32 + 2)]
+        for j in range(4):
+            hit = rng.n == j
+            for k, value in enumerate((uses[j], rows[j] - 1, stride[j], base[j] + rowb[j])):
+                sel[k] = Mux(hit, value, sel[k])
+        r, s = rng.rm1, rng.stride
+        m.d.sync += [
+            # stage 1: operands
+            rng.n.eq(Mux(rng.n == 4, 4, rng.n + 1)), rng.v.eq(Cat(rng.n != 4, rng.v[:2])),
+            rng.i[0].eq(rng.n), rng.use[0].eq(sel[0]), rng.rm1.eq(sel[1]), rng.stride.eq(sel[2]),
+            rng.off.eq(sel[3]),
+            # stage 2: partial products and the room left after the last row
+            rng.i[1].eq(rng.i[0]), rng.use[1].eq(rng.use[0]),
+            rng.p[0].eq(r[:17] * s[:17]), rng.p[1].eq(r[:17] * s[17:]),
+            rng.p[2].eq(r[17:] * s[:17]), rng.p[3].eq(r[17:] * s[17:]),
+            rng.lim.eq(g.capacity - rng.off),
+            # stage 3: two sums
+            rng.i[2].eq(rng.i[1]), rng.use[2].eq(rng.use[1]), rng.lim2.eq(rng.lim),
+            rng.sum_a.eq(rng.p[0] + (rng.p[1] << 17)), rng.sum_b.eq((rng.p[2] << 17) + (rng.p[3] << 34)),
+        ]
+        # stage 4: the verdict
+        bad = rng.v[2] & rng.use[2] & (rng.sum_a + rng.sum_b > rng.lim2)
+        return bad, rng.v[2] & (rng.i[2] == 3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -60,11 +60,27 @@ class WriteAddress(EnginePart):
         mrow = Signal(g.A32 + D + 9)
         with m.If(self.go):
             m.d.sync += [i.eq(0), row.eq(d.d_base), mrow.eq(d.d_base)]
-        start, end = row_segment(cur, d, lg(g.C))
-        first = start >> lg(BB)
-        lastb = (end - 1) >> lg(BB)
-        m.d.comb += [sp.cmd.valid.eq(self.run & cur.ok & ~cur.fin), sp.cmd.payload.addr.eq(row + (first << lg(BB))),
-                     sp.cmd.payload.beats.eq(lastb - first + 1)]
+        # The group's row segment in beats, computed in three registered steps (it changes only with
+        # the cursor; in one cycle, group size -> segment -> beats -> splitter was this loop's
+        # critical path, 91 logic levels on ECP5). seg_v[j]: step j + 1 holds the cursor's present
+        # group (a group change or the sequencer's entry arriving restarts it). Bursts run ahead of
+        # the data, so the three cycles per group cost no GEMM cycles.
+        lgC = lg(g.C)
+        change = cur.next_group | self.go | self.prep
+        seg_v = Signal(3)
+        m.d.sync += seg_v.eq(Mux(change, 0, Cat(cur.ok, seg_v[:2])))
+        col0 = Signal(D + lgC)                 # first column of the segment
+        col1 = Signal(D + lgC + 1)             # one past its last column, before the cut at N
+        m.d.sync += [col0.eq(cur.nb0 << lgC), col1.eq((cur.nb0 + cur.gc) << lgC)]
+        start = Signal(D + lgC + 2)            # bytes
+        end = Signal(D + lgC + 2)
+        m.d.sync += [start.eq(result_bytes(col0, d.out_bf16)),
+                     end.eq(result_bytes(Mux(col1 < d.n, col1, d.n), d.out_bf16))]
+        first = Signal(len(start))             # beats
+        beats = Signal(len(sp.cmd.payload.beats))
+        m.d.sync += [first.eq(start >> lg(BB)), beats.eq(((end - 1) >> lg(BB)) - (start >> lg(BB)) + 1)]
+        m.d.comb += [sp.cmd.valid.eq(self.run & seg_v[2] & cur.ok & ~cur.fin),
+                     sp.cmd.payload.addr.eq(row + (first << lg(BB))), sp.cmd.payload.beats.eq(beats)]
         with m.If(sp.cmd.valid & sp.cmd.ready):
             with m.If(i + 1 != cur.mb):
                 m.d.sync += [i.eq(i + 1), row.eq(row + d.d_stride)]
@@ -88,5 +104,5 @@ class WriteAddress(EnginePart):
                 m.d.sync += aw_count.eq(aw_count + 1)
             with m.If(self.b):
                 m.d.sync += b_count.eq(b_count + 1)
-        m.d.comb += self.idle.eq(cur.fin & (b_count == aw_count))
+        m.d.comb += self.idle.eq(cur.fin & ~sp.busy & (b_count == aw_count))
         return m

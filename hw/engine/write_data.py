@@ -34,8 +34,8 @@ class WriteData(EnginePart):
 
     A row may be written once its last entry holds its final value: the bank is DONE, or READY with
     enough output beats written (during the group's last k-block pass, the row's last entry is output
-    number (KB * Gc - 1) * mb + i + 1; the base is computed in two registered steps after each group
-    change, and the write-back holds for those two cycles). Two stages (accumulator read; convert and
+    number (KB * Gc - 1) * mb + i + 1; the base is computed in three registered steps after each group
+    change, and the write-back holds for those three cycles). Two stages (accumulator read; convert and
     pack) feed a 16-beat FIFO; W beats leave when the beat and its burst's AWLEN are both there.
 
     Ports:
@@ -72,20 +72,28 @@ class WriteData(EnginePart):
         x_bank = Signal()
         x_addr = Signal(range(g.ACCD + 1))  # g * mb + i of the piece's entry
         x_q = Signal(range(8 * C // BB + 2))
-        xs, xe = row_segment(wd, d, lgC)
+        # the group's row segment changes only with the group: registered, valid one edge after the
+        # group change, inside x_settle's window below (it was the write-back's critical path:
+        # group size -> segment end -> piece bytes, 82-90 logic levels on ECP5)
+        xs_c, xe_c = row_segment(wd, d, lgC)
+        xs = Signal(len(xs_c))
+        xe = Signal(len(xe_c))
+        m.d.sync += [xs.eq(xs_c), xe.eq(xe_c)]
         PB = Mux(d.out_bf16, min(C * 2, BB), min(C * 4, BB))     # piece bytes
         PPE = Mux(d.out_bf16, max(1, C * 2 // BB), max(1, C * 4 // BB))  # pieces per entry
         WFD = 16
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=WB + BB, depth=WFD)
         x_go = Signal()
-        # (KB * Gc - 1) * mb changes only with the group: two registered steps (the products were the
-        # board top's critical path, 104 logic levels on ECP5); x_settle holds the write-back for
-        # those two cycles after every group change (Gc and mb change at edge E0, x_gc_mb is new
-        # after E1, x_fbase after E2)
+        # (KB * Gc - 1) * mb changes only with the group: three registered steps (the products were
+        # the board top's critical path, 104 logic levels on ECP5, and the group size's compares in
+        # front of a DSP the write-back's); x_settle holds the write-back for those three cycles
+        # after every group change (Gc and mb change at edge E0; x_gc, xs and xe are new after E1,
+        # x_gc_mb after E2, x_fbase after E3)
+        x_gc = Signal.like(wd.gc)
         x_gc_mb = Signal(D + 12)
         x_fbase = Signal(D + 12)
-        x_settle = Signal(2, init=2)
-        m.d.sync += [x_gc_mb.eq(d.kb * wd.gc), x_fbase.eq((x_gc_mb - 1) * wd.mb)]
+        x_settle = Signal(2, init=3)
+        m.d.sync += [x_gc.eq(wd.gc), x_gc_mb.eq(d.kb * x_gc), x_fbase.eq((x_gc_mb - 1) * wd.mb)]
         with m.If(x_settle != 0):
             m.d.sync += x_settle.eq(x_settle - 1)
         x_final = Signal(D + 12)
@@ -115,7 +123,7 @@ class WriteData(EnginePart):
                 with m.If(x_i + 1 != wd.mb):
                     m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs)]
                 with m.Else():
-                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(2)]
+                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(3)]
                     m.d.comb += wd.next_group.eq(1)
                     nxt_nb0 = Mux(wd.last_group, 0, wd.nb0 + wd.gc)
                     m.d.sync += x_off.eq(result_bytes(nxt_nb0 << lgC, d.out_bf16))
@@ -126,7 +134,7 @@ class WriteData(EnginePart):
                 with m.Else():
                     m.d.sync += x_q.eq(x_q + 1)
         with m.If(self.go):
-            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(2)]
+            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(3)]
 
         # stage B: convert, select the piece, pack it into the beat
         entry = Mux(y_bank, self.rd_data[1], self.rd_data[0])
