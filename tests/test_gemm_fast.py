@@ -101,7 +101,7 @@ def test_chained_job_is_checked_before_any_build():
 def test_end_of_run_refresh_rate_check_fires():
     """Regression: the end-of-run strobe was set and cleared in one time step, so no clock edge saw
     it and the checkers' REFRESH_RATE rule never ran in the HDL bench. Devices that expect a REF
-    every 500 cycles, against the controller's 3,900, fail a 7,518-cycle run at its end (the
+    every 500 cycles, against the controller's 3,900, fail a 7,512-cycle run at its end (the
     controller gives 1 REF; 1 + 8 postponed < 15 tREFI periods), with the rule's name. (The gap
     limit, 9 x 500 cycles, stays above the controller's 3,900, so only the end-of-run check fires.)
     A 4x4 int8 engine on Icarus: the simulator is beside the point, and it needs no build of minutes."""
@@ -113,5 +113,5 @@ def test_end_of_run_refresh_rate_check_fires():
     with pytest.raises(RuntimeError) as exc:
         run_gemms([GemmJob(a, b, None, "fp32")], cfg, sim="icarus", memory="hdl", progress=False, device_hbm=dev)
     msg = str(exc.value)
-    want = "end of run: JEDEC violation: " + "; ".join(f"REFRESH_RATE violated: pc{k} at cycle 7518" for k in (0, 1))
+    want = "end of run: JEDEC violation: " + "; ".join(f"REFRESH_RATE violated: pc{k} at cycle 7512" for k in (0, 1))
     assert want in msg, msg[-2000:]

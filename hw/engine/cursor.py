@@ -31,7 +31,9 @@ class BlockCursor(EnginePart):
         mb: Out, rows of the m-block; nb0: Out, first n-block of the group; gc: Out, n-blocks in the
             group; last_mblock, last_group: Out(1); ok: Out(1), the m-block is in the table; fin:
             Out(1), the loop is done with the GEMM. A step taken in the cycle of ``prep`` or ``go``
-            wins over them.
+            wins over them. All of these are registers: ``ok`` rises one cycle after the block's
+            entry is written, and the values after a step (next group or next m-block) are there in
+            the cycle after it.
 
     Raises:
         TypeError: ``config`` is not an EngineConfig.
@@ -52,25 +54,41 @@ class BlockCursor(EnginePart):
         nb0 = Signal(g.D)
         remn = Signal(g.D)                 # n-blocks from nb0 to the end
         fin = Signal()
-        gb = Mux(s.small | (self.g <= s.need), self.g, s.need)
+        # the outputs are registers, loaded with the values of the state after each edge: four
+        # candidates from registers and the two table entries, chosen by the steps taken (in one
+        # cycle, block index -> table -> group size -> the loop's step -> block index was the
+        # engine's critical path)
+        mb, gc = Signal.like(self.mb), Signal.like(self.gc)
+        last_mblock, last_group, ok = Signal(), Signal(), Signal()
         m.d.comb += [
             s.idx.eq(idx), s.counted.eq(self.counted),
-            self.mb.eq(s.mb), self.last_mblock.eq(s.last), self.ok.eq(s.ok), self.nb0.eq(nb0), self.fin.eq(fin),
-            self.gc.eq(Mux(remn < gb, remn, gb)), self.last_group.eq(remn <= gb),
+            self.mb.eq(mb), self.last_mblock.eq(last_mblock), self.ok.eq(ok), self.nb0.eq(nb0), self.fin.eq(fin),
+            self.gc.eq(gc), self.last_group.eq(last_group),
         ]
+
+        def load(rem, e_mb, e_need, e_small, e_last, e_ok):
+            gb = Mux(e_small | (self.g <= e_need), self.g, e_need)
+            return [mb.eq(e_mb), last_mblock.eq(e_last), ok.eq(e_ok), gc.eq(Mux(rem < gb, rem, gb)),
+                    last_group.eq(rem <= gb)]
+
+        here = (s.mb, s.need, s.small, s.last, s.ok)
+        there = (s.n_mb, s.n_need, s.n_small, s.n_last, s.n_ok)
+        rest = Signal(g.D)
+        m.d.comb += rest.eq(remn - gc)
+        new_mblock = [idx.eq(idx + 1), nb0.eq(0), remn.eq(self.nb), *load(self.nb, *there)]
+        m.d.sync += load(remn, *here)
         with m.If(self.prep):
-            m.d.sync += idx.eq(0)
+            m.d.sync += [idx.eq(0), ok.eq(0)]
         with m.If(self.go):
-            m.d.sync += [nb0.eq(0), remn.eq(self.nb), fin.eq(0)]
-        new_mblock = [idx.eq(idx + 1), nb0.eq(0), remn.eq(self.nb)]
+            m.d.sync += [nb0.eq(0), remn.eq(self.nb), fin.eq(0), *load(self.nb, *here)]
         with m.If(self.next_mblock):
-            m.d.sync += [*new_mblock, fin.eq(self.last_mblock)]
+            m.d.sync += [*new_mblock, fin.eq(last_mblock)]
         with m.If(self.next_group):
-            with m.If(self.last_group):
+            with m.If(last_group):
                 m.d.sync += new_mblock
             with m.Else():
-                m.d.sync += [nb0.eq(nb0 + self.gc), remn.eq(remn - self.gc)]
-            m.d.sync += fin.eq(self.last_group & self.last_mblock)
+                m.d.sync += [nb0.eq(nb0 + gc), remn.eq(rest), *load(rest, *here)]
+            m.d.sync += fin.eq(last_group & last_mblock)
         return m
 
 

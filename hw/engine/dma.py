@@ -23,17 +23,17 @@ class BurstSplitter(wiring.Component):
         cmd: In stream ``{addr: addr_bits, beats: beat_bits}``: a transfer of ``beats`` >= 1 beats of
             ``beat_bytes`` bytes from the ``beat_bytes``-aligned byte address ``addr``.
         ax: Out stream ``{addr: addr_bits, len: 8}``: one burst (AxLEN = beats - 1), at most 256 beats
-            and never crossing a 4 KiB boundary. One burst per cycle. A transfer is taken into
-            registers when ``cmd`` fires and its first burst is offered the next cycle (1 cycle of
-            latency); a second transfer waits in a spare register while the first is cut, so
-            back-to-back transfers still give one burst per cycle.
+            and never crossing a 4 KiB boundary. One burst per cycle. With no transfer held, a
+            request's first burst is offered in the cycle of the request (no added latency) and the
+            request is taken at once, what remains of it held in registers; while a transfer is held
+            a second request waits in a spare register.
         busy: Out(1): a transfer is held or waiting (bursts of it are still to be offered).
 
-    ``cmd.ready`` is a register (the spare is empty) and the bursts are cut from registers only, so a
-    loader's path cursor -> transfer geometry -> ``cmd`` ends at this block's flip-flops and the
-    burst arithmetic (4 KiB boundary, 256-beat limit) does not reach back into the loader. That cut
-    is what lets the engine's loops close timing (ECP5-85k, 8x8 int8 engine parts: the write-address
-    loop went from 39.7 MHz to 87 MHz with this and its own registered row segment).
+    ``cmd.ready`` is a register (no transfer held, or the spare empty), so a loader's path cursor ->
+    transfer geometry -> ``cmd.ready`` -> cursor is cut at this block: the burst arithmetic (4 KiB
+    boundary, 256-beat limit) no longer feeds back into the loader's next decision. A registered
+    splitter (the first burst a cycle after the request) was tried: the same cut, but the added
+    cycle on every weight and A transfer cost the 16x16 engine 0.7 % of a 256^3 GEMM's cycles.
 
     Args:
         addr_bits: byte-address width in bits.
@@ -59,34 +59,45 @@ class BurstSplitter(wiring.Component):
         spare = Signal()                    # a second transfer waits
         sp_addr = Signal(self.addr_bits)
         sp_beats = Signal(self.beat_bits)
+        # the burst on offer: the held transfer's next one, or with none held the request's first
+        cur_addr = Signal(self.addr_bits)
+        cur_left = Signal(self.beat_bits)
+        m.d.comb += [cur_addr.eq(Mux(busy, addr, self.cmd.payload.addr)),
+                     cur_left.eq(Mux(busy, left, self.cmd.payload.beats))]
         # beats up to the next 4 KiB boundary: 1 .. 4096 / beat_bytes
         to_4k = Signal(range(4096 // self.beat_bytes + 1))
-        m.d.comb += to_4k.eq((4096 - (addr & 4095)) >> lg)
+        m.d.comb += to_4k.eq((4096 - (cur_addr & 4095)) >> lg)
         n = Signal(range(257))
-        n_a = Mux(left < to_4k, left, to_4k)
+        n_a = Mux(cur_left < to_4k, cur_left, to_4k)
         m.d.comb += n.eq(Mux(n_a < 256, n_a, 256))
         go = Signal()
-        free = Signal()                     # the held transfer is done after this cycle
+        done = Signal()                     # the burst on offer is its transfer's last and is taken
         take = Signal()
         m.d.comb += [
-            self.ax.valid.eq(busy),
-            go.eq(busy & self.ax.ready),
-            free.eq(~busy | (go & (left == n))),
-            self.ax.payload.addr.eq(addr),
+            self.ax.valid.eq(busy | self.cmd.valid),
+            go.eq(self.ax.valid & self.ax.ready),
+            done.eq(go & (cur_left == n)),
+            self.ax.payload.addr.eq(cur_addr),
             self.ax.payload.len.eq(n - 1),
-            self.cmd.ready.eq(~spare),
-            take.eq(self.cmd.valid & ~spare),
+            self.cmd.ready.eq(~busy | ~spare),
+            take.eq(self.cmd.valid & self.cmd.ready),
             self.busy.eq(busy | spare),
         ]
-        with m.If(go):
-            m.d.sync += [addr.eq(addr + (n << lg)), left.eq(left - n)]
-        with m.If(free):
+        with m.If(~busy):
+            # the request is taken at once; what its first burst leaves is held
+            with m.If(take & ~done):
+                m.d.sync += [busy.eq(1), addr.eq(cur_addr + Mux(go, n << lg, 0)),
+                             left.eq(cur_left - Mux(go, n, 0))]
+        with m.Elif(done):
             with m.If(spare):
-                m.d.sync += [busy.eq(1), addr.eq(sp_addr), left.eq(sp_beats), spare.eq(0)]
+                m.d.sync += [addr.eq(sp_addr), left.eq(sp_beats), spare.eq(0)]
             with m.Elif(take):
-                m.d.sync += [busy.eq(1), addr.eq(self.cmd.payload.addr), left.eq(self.cmd.payload.beats)]
+                m.d.sync += [addr.eq(self.cmd.payload.addr), left.eq(self.cmd.payload.beats)]
             with m.Else():
                 m.d.sync += busy.eq(0)
-        with m.Elif(take):
-            m.d.sync += [spare.eq(1), sp_addr.eq(self.cmd.payload.addr), sp_beats.eq(self.cmd.payload.beats)]
+        with m.Else():
+            with m.If(go):
+                m.d.sync += [addr.eq(addr + (n << lg)), left.eq(left - n)]
+            with m.If(take):
+                m.d.sync += [spare.eq(1), sp_addr.eq(self.cmd.payload.addr), sp_beats.eq(self.cmd.payload.beats)]
         return m

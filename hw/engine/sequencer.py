@@ -28,7 +28,7 @@ class BlockSequencer(EnginePart):
     Each entry holds the block's rows ``mb``, ``need`` (the fewest n-blocks whose rows cover the
     K-chain distance DEP_BEATS, at most 8), ``small`` (mb < DEP_BEATS / 8) and ``last``. Block j is
     written only when every counted loop has left block j - SEQ_DEPTH; a loop reads ``ok`` while its
-    block is in the table.
+    block is in the table. Each port looks up the entries at its ``idx`` and ``idx + 1``.
 
     Ports:
         desc: In(:func:`~hw.engine.interface.descriptor_layout`): uses ``m``, ``mbmax``, ``ramp``.
@@ -101,8 +101,12 @@ class BlockSequencer(EnginePart):
         ports = [getattr(self, f"port{j}") for j in range(self.ports)]
         for p in ports:
             j = p.idx[:SQB - 1]
+            nxt = Signal(SQB)
             m.d.comb += [p.mb.eq(t_mb[j]), p.need.eq(t_need[j]), p.small.eq(t_small[j]), p.last.eq(t_last[j]),
-                         p.ok.eq(p.idx != cnt)]
+                         p.ok.eq(p.idx != cnt), nxt.eq(p.idx + 1)]
+            jn = nxt[:SQB - 1]
+            m.d.comb += [p.n_mb.eq(t_mb[jn]), p.n_need.eq(t_need[jn]), p.n_small.eq(t_small[jn]),
+                         p.n_last.eq(t_last[jn]), p.n_ok.eq((p.idx != cnt) & (nxt != cnt))]
         # block cnt may be written when every counted loop is past block cnt - SEQ_DEPTH
         m.d.comb += free.eq(Cat(*(~p.counted | ~(cnt - p.idx)[SQB - 1] for p in ports)).all())
         return m

@@ -80,6 +80,10 @@ class WeightLoader(EnginePart):
         wi_kb, wi_k0, wi_g, wi_nbC, wi_r = counters("wi")
         wi_kbase = Signal(g.A32 + D + 9)
         wi_row = Signal(g.A32 + D + 9)
+        # (2R - 1) * B_STRIDE, the next k-block's last row from this one's base: one adder in the
+        # loop instead of two (the descriptor is latched long before go)
+        ldb_2r1 = Signal(g.A32 + 9)
+        m.d.sync += ldb_2r1.eq(d.ldb_r + d.ldb_r1)
         with m.If(self.go):
             m.d.sync += [wi_kb.eq(0), wi_k0.eq(0), wi_g.eq(0), wi_nbC.eq(0), wi_r.eq(R - 1),
                          wi_kbase.eq(d.b_base), wi_row.eq(d.b_base + d.ldb_r1)]
@@ -95,7 +99,7 @@ class WeightLoader(EnginePart):
                 m.d.sync += wi_r.eq(R - 1)
                 tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC,
                           extra_tile=[wi_row.eq(wi_kbase + d.ldb_r1)],
-                          extra_kb=[wi_kbase.eq(wi_kbase + d.ldb_r), wi_row.eq(wi_kbase + d.ldb_r + d.ldb_r1)],
+                          extra_kb=[wi_kbase.eq(wi_kbase + d.ldb_r), wi_row.eq(wi_kbase + ldb_2r1)],
                           extra_group=[wi_kbase.eq(d.b_base), wi_row.eq(d.b_base + d.ldb_r1)])
 
         # ---- assembly: beats -> weight rows -> FIFO

@@ -94,7 +94,7 @@ class WriteData(EnginePart):
         x_fbase = Signal(D + 12)
         x_settle = Signal(2, init=3)
         m.d.sync += [x_gc.eq(wd.gc), x_gc_mb.eq(d.kb * x_gc), x_fbase.eq((x_gc_mb - 1) * wd.mb)]
-        with m.If(x_settle != 0):
+        with m.If((x_settle != 0) & wd.ok):   # the cursor's values are those of this group
             m.d.sync += x_settle.eq(x_settle - 1)
         x_final = Signal(D + 12)
         m.d.comb += x_final.eq(x_fbase + x_i + 1)
