@@ -15,12 +15,23 @@ from .interface import EnginePart, Geometry, ar_signature, lg, loop_control, res
 __all__ = ["WriteAddress", "row_segment"]
 
 
+def segment_columns(cur, lgC):
+    """Columns [nb0*C, (nb0 + gc)*C) of a group's result rows, before the cut at N (``cur``: a
+    :class:`~hw.engine.cursor.BlockCursor`)."""
+    return cur.nb0 << lgC, (cur.nb0 + cur.gc) << lgC
+
+
+def segment_bytes(col0, col1, d):
+    """Bytes [start, end) of the row segment of columns [col0, min(col1, N)) at 2 (bf16) or 4 bytes
+    each (``d``: the descriptor)."""
+    return result_bytes(col0, d.out_bf16), result_bytes(Mux(col1 < d.n, col1, d.n), d.out_bf16)
+
+
 def row_segment(cur, d, lgC):
     """Bytes [start, end) of a group's result row segment: columns nb0*C .. min((nb0 + gc)*C, N) at
     2 (bf16) or 4 bytes each (``cur``: a :class:`~hw.engine.cursor.BlockCursor`; ``d``: the
     descriptor)."""
-    end_col = (cur.nb0 + cur.gc) << lgC
-    return result_bytes(cur.nb0 << lgC, d.out_bf16), result_bytes(Mux(end_col < d.n, end_col, d.n), d.out_bf16)
+    return segment_bytes(*segment_columns(cur, lgC), d)
 
 
 class WriteAddress(EnginePart):
@@ -71,11 +82,10 @@ class WriteAddress(EnginePart):
         m.d.sync += seg_v.eq(Mux(change, 0, Cat(cur.ok, seg_v[:2])))
         col0 = Signal(D + lgC)                 # first column of the segment
         col1 = Signal(D + lgC + 1)             # one past its last column, before the cut at N
-        m.d.sync += [col0.eq(cur.nb0 << lgC), col1.eq((cur.nb0 + cur.gc) << lgC)]
+        m.d.sync += [c.eq(v) for c, v in zip((col0, col1), segment_columns(cur, lgC))]
         start = Signal(D + lgC + 2)            # bytes
         end = Signal(D + lgC + 2)
-        m.d.sync += [start.eq(result_bytes(col0, d.out_bf16)),
-                     end.eq(result_bytes(Mux(col1 < d.n, col1, d.n), d.out_bf16))]
+        m.d.sync += [b.eq(v) for b, v in zip((start, end), segment_bytes(col0, col1, d))]
         first = Signal(len(start))             # beats
         beats = Signal(len(sp.cmd.payload.beats))
         m.d.sync += [first.eq(start >> lg(BB)), beats.eq(((end - 1) >> lg(BB)) - (start >> lg(BB)) + 1)]
