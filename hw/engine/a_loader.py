@@ -83,22 +83,30 @@ class ALoader(EnginePart):
         ai_addr = Signal(g.A32 + D)            # address of row i of the block, pass start
         ai_baddr = Signal(g.A32 + D)           # address of row 0 of the block
         ai_pb = Signal(D)                      # first beat of the current pass
+        # the request's address, ai_addr + ai_pb beats, kept in registers (row 0's in ai_preq) so the
+        # splitter's burst arithmetic starts from a flip-flop, not from an adder
+        ai_req = Signal(g.A32 + D)
+        ai_preq = Signal(g.A32 + D)
         ai_q, ai_beats = pass_beats(ai_pb)
         with m.If(self.go):
-            m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0)]
+            m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0),
+                         ai_req.eq(d.a_base), ai_preq.eq(d.a_base)]
         ai_can = self.run & ai.ok & ~ai.fin & ((ai_i != 0) | (ai_pb != 0) | ~busy.bit_select(ai_bank, 1))
-        m.d.comb += [sp.cmd.valid.eq(ai_can), sp.cmd.payload.addr.eq(ai_addr + (ai_pb << lg(BEAT_BYTES))),
+        m.d.comb += [sp.cmd.valid.eq(ai_can), sp.cmd.payload.addr.eq(ai_req),
                      sp.cmd.payload.beats.eq(ai_beats)]
         claim = Signal()
         m.d.comb += claim.eq(sp.cmd.valid & sp.cmd.ready & (ai_i == 0) & (ai_pb == 0))
         with m.If(sp.cmd.valid & sp.cmd.ready):
             with m.If(ai_i + 1 != ai.mb):
-                m.d.sync += [ai_i.eq(ai_i + 1), ai_addr.eq(ai_addr + d.a_stride)]
+                m.d.sync += [ai_i.eq(ai_i + 1), ai_addr.eq(ai_addr + d.a_stride), ai_req.eq(ai_req + d.a_stride)]
             with m.Elif(ai_pb + ai_q < d.rb):
-                m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr)]
+                pass_addr = ai_preq + (ai_q << lg(BEAT_BYTES))
+                m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr), ai_req.eq(pass_addr),
+                             ai_preq.eq(pass_addr)]
             with m.Else():
-                m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(ai_addr + d.a_stride),
-                             ai_baddr.eq(ai_addr + d.a_stride)]
+                nxt = ai_addr + d.a_stride
+                m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(nxt), ai_baddr.eq(nxt),
+                             ai_req.eq(nxt), ai_preq.eq(nxt)]
                 m.d.comb += ai.next_mblock.eq(1)
 
         # ---- store side: beats -> A bank (same pass order)

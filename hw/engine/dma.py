@@ -7,7 +7,7 @@ address boundary. The engine's loaders ask for "``beats`` consecutive full-width
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -64,19 +64,36 @@ class BurstSplitter(wiring.Component):
         cur_left = Signal(self.beat_bits)
         m.d.comb += [cur_addr.eq(Mux(busy, addr, self.cmd.payload.addr)),
                      cur_left.eq(Mux(busy, left, self.cmd.payload.beats))]
-        # beats up to the next 4 KiB boundary: 1 .. 4096 / beat_bytes
-        to_4k = Signal(range(4096 // self.beat_bytes + 1))
+        # beats up to the next 4 KiB boundary (1 .. 4096 / beat_bytes), capped at 256: a burst that
+        # is not its transfer's last ends at the cap, so the next one starts at the next 4 KiB page
+        # (or 256 beats on, when the cap is 256 beats short of the page): no adder on the address
+        page = 4096 // self.beat_bytes
+        to_4k = Signal(range(page + 1))
         m.d.comb += to_4k.eq((4096 - (cur_addr & 4095)) >> lg)
+        cap = Signal(range(257))
+        by_len = Signal()                   # the 256-beat limit, not the page, ends the burst
+        if page > 256:
+            m.d.comb += [by_len.eq(to_4k > 256), cap.eq(Mux(by_len, 256, to_4k))]
+        else:
+            m.d.comb += cap.eq(to_4k)
+        last = Signal()                     # the burst on offer is its transfer's last
+        # (the high bits' zero test beside a 9-bit compare, not one carry chain through all of them)
+        m.d.comb += last.eq((cur_left[9:] == 0) & (cur_left[:9] <= cap))
         n = Signal(range(257))
-        n_a = Mux(cur_left < to_4k, cur_left, to_4k)
-        m.d.comb += n.eq(Mux(n_a < 256, n_a, 256))
+        m.d.comb += n.eq(Mux(last, cur_left, cap))
+        next_addr = Signal(self.addr_bits)  # where the transfer goes on after a burst that is not last
+        next_page = Cat(Const(0, 12), cur_addr[12:] + 1)
+        if page > 256:
+            m.d.comb += next_addr.eq(Mux(by_len, cur_addr + (256 << lg), next_page))
+        else:
+            m.d.comb += next_addr.eq(next_page)
         go = Signal()
         done = Signal()                     # the burst on offer is its transfer's last and is taken
         take = Signal()
         m.d.comb += [
             self.ax.valid.eq(busy | self.cmd.valid),
             go.eq(self.ax.valid & self.ax.ready),
-            done.eq(go & (cur_left == n)),
+            done.eq(go & last),
             self.ax.payload.addr.eq(cur_addr),
             self.ax.payload.len.eq(n - 1),
             self.cmd.ready.eq(~busy | ~spare),
@@ -86,8 +103,7 @@ class BurstSplitter(wiring.Component):
         with m.If(~busy):
             # the request is taken at once; what its first burst leaves is held
             with m.If(take & ~done):
-                m.d.sync += [busy.eq(1), addr.eq(cur_addr + Mux(go, n << lg, 0)),
-                             left.eq(cur_left - Mux(go, n, 0))]
+                m.d.sync += [busy.eq(1), addr.eq(Mux(go, next_addr, cur_addr)), left.eq(cur_left - Mux(go, cap, 0))]
         with m.Elif(done):
             with m.If(spare):
                 m.d.sync += [addr.eq(sp_addr), left.eq(sp_beats), spare.eq(0)]
@@ -97,7 +113,7 @@ class BurstSplitter(wiring.Component):
                 m.d.sync += busy.eq(0)
         with m.Else():
             with m.If(go):
-                m.d.sync += [addr.eq(addr + (n << lg)), left.eq(left - n)]
+                m.d.sync += [addr.eq(next_addr), left.eq(left - cap)]
             with m.If(take):
                 m.d.sync += [spare.eq(1), sp_addr.eq(self.cmd.payload.addr), sp_beats.eq(self.cmd.payload.beats)]
         return m

@@ -22,8 +22,12 @@ class Feeder(EnginePart):
     A beat waits until its A chunk is stored (the bank ``full``, or the bank being stored has
     ``progress`` past the chunk's beats), its accumulator bank is READY (or, in k-block 0 while the
     bank's C0 loads, the C0 row is stored) and, for kb >= 1, the output it continues has been written
-    back (``wcount``). Two stages: the position and the buffer reads (addresses registered in the
-    memories), then the beat with its operand selection.
+    back (``wcount``). Two stages: the position with the accumulator read (address registered in the
+    memory), then the beat. The A bank is read a cycle ahead: its address is the position the next
+    cycle will hold, so the chunk is at the memory's output while its position is decided and is
+    taken into a register with the position (the A operands reach the MXU's first multipliers from
+    flip-flops, not through the block RAM's clock-to-out). The A loader's ``full`` / ``progress`` are
+    seen a cycle late for it, so a chunk stored at a clock edge is not read at that same edge.
 
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
@@ -72,14 +76,19 @@ class Feeder(EnginePart):
         f_abank = Signal()
         f_cbank = Signal()
         with m.If(self.go):
-            m.d.sync += [f_kb.eq(0), f_k0.eq(0), f_g.eq(0), f_i.eq(0), f_arow.eq(0), f_caddr.eq(0),
-                         f_q1.eq(0), f_abank.eq(0), f_cbank.eq(0)]
+            m.d.sync += [f_k0.eq(0), f_g.eq(0), f_i.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(0)]
+        # the A loader's state a cycle late (see above)
+        full_d = Signal(2)
+        store_bank_d = Signal()
+        progress_d = Signal(D)
+        m.d.sync += [full_d.eq(Mux(self.go, 0, self.a_full)), store_bank_d.eq(self.a_store_bank),
+                     progress_d.eq(Mux(self.go, 0, self.a_progress))]
         f_state = self.acc_state[f_cbank]
         f_w = self.wcount[f_cbank]
         # A ready: the bank is full, or (read in passes) every row's beats up to the ones holding
         # k-block f_kb have been stored
         f_need = ((f_kb >> lgCPW) << lgNSUB) + NSUB
-        a_ok = self.a_full.bit_select(f_abank, 1) | ((self.a_store_bank == f_abank) & (self.a_progress >= f_need))
+        a_ok = full_d.bit_select(f_abank, 1) | ((store_bank_d == f_abank) & (progress_d >= f_need))
         # accumulator ready: loaded, or (k-block 0 of a group loading its C0, rows in order) the
         # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
         acc_ok = ((f_state == AccState.READY)
@@ -92,39 +101,47 @@ class Feeder(EnginePart):
         s1_swap = Signal()
         s1_zero_c = Signal()
         s1_cbank = Signal()
-        s1_part = Signal(max(1, lgCPW))
-        s1_lim = Signal(range(R + 1))           # elements of this chunk with k < K
+        s1_a = Signal(R * w)                    # the chunk of A, padded
         s1_why = Signal(Why)
         load = Signal()
         m.d.comb += load.eq(~s1_valid | self.act.ready)
         with m.If(load):
             m.d.sync += s1_valid.eq(ok)
-        word = f_arow + (f_kb >> lgCPW)
-        m.d.comb += [self.a_rd_addr.eq(Cat(word[:lg(g.ABUF_DEPTH)], f_abank)), self.a_rd_en.eq(load),
-                     self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
+        m.d.comb += [self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
         f_rem = d.k - f_k0
         group_end = (f_i + 1 == fd.mb) & (f_g + 1 == fd.gc) & (f_kb + 1 == d.kb)
         fire = load & ok
+        # the A position (row word, k-block, bank) the next cycle holds: the A bank's read address
+        n_arow = Signal.like(f_arow)
+        n_kb = Signal.like(f_kb)
+        n_abank = Signal()
+        m.d.comb += [n_arow.eq(f_arow), n_kb.eq(f_kb), n_abank.eq(f_abank)]
+        m.d.sync += [f_arow.eq(n_arow), f_kb.eq(n_kb), f_abank.eq(n_abank)]
+        with m.If(self.go):
+            m.d.comb += [n_arow.eq(0), n_kb.eq(0), n_abank.eq(0)]
+        word = n_arow + (n_kb >> lgCPW)
+        m.d.comb += [self.a_rd_addr.eq(Cat(word[:lg(g.ABUF_DEPTH)], n_abank)), self.a_rd_en.eq(1)]
         with m.If(fire):
             m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq((f_kb == 0) & ~d.load_c), s1_cbank.eq(f_cbank),
-                         s1_lim.eq(Mux(f_rem < R, f_rem, R))]
-            if CPW > 1:
-                m.d.sync += s1_part.eq(f_kb[:lgCPW])
+                         s1_a.eq(self._a_chunk(f_kb, Mux(f_rem < R, f_rem, R)))]
             with m.If(f_kb != 0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(f_i + 1 != fd.mb):
-                m.d.sync += [f_i.eq(f_i + 1), f_arow.eq(f_arow + d.wpr), f_caddr.eq(f_caddr + 1)]
+                m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1)]
+                m.d.comb += n_arow.eq(f_arow + d.wpr)
             with m.Else():
-                m.d.sync += [f_i.eq(0), f_arow.eq(0)]
+                m.d.sync += f_i.eq(0)
+                m.d.comb += n_arow.eq(0)
                 with m.If(f_g + 1 != fd.gc):
                     m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1)]
                 with m.Elif(f_kb + 1 != d.kb):
-                    m.d.sync += [f_g.eq(0), f_kb.eq(f_kb + 1), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
+                    m.d.sync += [f_g.eq(0), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
+                    m.d.comb += n_kb.eq(f_kb + 1)
                 with m.Else():
-                    m.d.sync += [f_g.eq(0), f_kb.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
-                    m.d.comb += fd.next_group.eq(1)
+                    m.d.sync += [f_g.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
+                    m.d.comb += [n_kb.eq(0), fd.next_group.eq(1)]
                     with m.If(fd.last_group):
-                        m.d.sync += f_abank.eq(~f_abank)
+                        m.d.comb += n_abank.eq(~f_abank)
         m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]
 
         # the reason for an empty cycle, registered with the stage (so it lines up with the cycle)
@@ -133,16 +150,23 @@ class Feeder(EnginePart):
             m.d.sync += s1_why.eq(why)
         m.d.comb += self.why.eq(s1_why)
 
-        # the beat: the chunk of A (padding k >= K), the partial sums (or +0)
+        # the beat: the chunk of A, the partial sums (or +0)
+        c_vec = Mux(s1_zero_c, 0, Mux(s1_cbank, self.acc_rd_data[1], self.acc_rd_data[0]))
+        m.d.comb += [self.act.valid.eq(s1_valid), self.act.payload.eq(Cat(s1_a, c_vec, s1_swap))]
+        return m
+
+    def _a_chunk(self, kb, lim):
+        """The R operands of k-block ``kb`` from the A bank's read data (chunk ``kb mod CPW`` of the
+        word), the ones at or past ``lim`` (k >= K) replaced by -0 (floats) or 0 (int8)."""
+        g = self.geom
+        R, w, CPW = g.R, g.w, g.CPW
         a_raw = self.a_rd_data
         if CPW > 1:
+            part = kb[:lg(CPW)]
             a_chunk = Const(0, R * w)
             for p_ in range(CPW):
-                a_chunk = Mux(s1_part == p_, a_raw[p_ * R * w:(p_ + 1) * R * w], a_chunk)
+                a_chunk = Mux(part == p_, a_raw[p_ * R * w:(p_ + 1) * R * w], a_chunk)
         else:
             a_chunk = a_raw[:R * w]
         a_pad = 0 if g.is_int8 else (1 << (w - 1))   # -0
-        a_vec = Cat(*(Mux(r < s1_lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
-        c_vec = Mux(s1_zero_c, 0, Mux(s1_cbank, self.acc_rd_data[1], self.acc_rd_data[0]))
-        m.d.comb += [self.act.valid.eq(s1_valid), self.act.payload.eq(Cat(a_vec, c_vec, s1_swap))]
-        return m
+        return Cat(*(Mux(r < lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
