@@ -70,7 +70,7 @@ class Feeder(EnginePart):
         f_k0 = Signal(D + 9)
         f_g = Signal(D)
         f_i = Signal(range(g.m_block + 1))
-        f_arow = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr
+        f_word = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr + kb / CPW: the A bank word
         f_caddr = Signal(range(g.ACCD + 1))         # g * mb + i
         f_q1 = Signal(D + 12)                       # beats issued in this group after k-block 0
         f_abank = Signal()
@@ -111,16 +111,20 @@ class Feeder(EnginePart):
         f_rem = d.k - f_k0
         group_end = (f_i + 1 == fd.mb) & (f_g + 1 == fd.gc) & (f_kb + 1 == d.kb)
         fire = load & ok
-        # the A position (row word, k-block, bank) the next cycle holds: the A bank's read address
-        n_arow = Signal.like(f_arow)
+        # the A position (word, k-block, bank) the next cycle holds, the A bank's read address: the
+        # words it can move to are computed from registers beside `ok`, which only selects one
+        n_word = Signal.like(f_word)
         n_kb = Signal.like(f_kb)
         n_abank = Signal()
-        m.d.comb += [n_arow.eq(f_arow), n_kb.eq(f_kb), n_abank.eq(f_abank)]
-        m.d.sync += [f_arow.eq(n_arow), f_kb.eq(n_kb), f_abank.eq(n_abank)]
+        m.d.comb += [n_word.eq(f_word), n_kb.eq(f_kb), n_abank.eq(f_abank)]
+        m.d.sync += [f_word.eq(n_word), f_kb.eq(n_kb), f_abank.eq(n_abank)]
         with m.If(self.go):
-            m.d.comb += [n_arow.eq(0), n_kb.eq(0), n_abank.eq(0)]
-        word = n_arow + (n_kb >> lgCPW)
-        m.d.comb += [self.a_rd_addr.eq(Cat(word[:lg(g.ABUF_DEPTH)], n_abank)), self.a_rd_en.eq(1)]
+            m.d.comb += [n_word.eq(0), n_kb.eq(0), n_abank.eq(0)]
+        m.d.comb += [self.a_rd_addr.eq(Cat(n_word[:lg(g.ABUF_DEPTH)], n_abank)), self.a_rd_en.eq(1)]
+        word_row = Signal.like(f_word)          # the next row, same k-block
+        word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
+        word_kb1 = Signal.like(f_word)          # row 0, next k-block
+        m.d.comb += [word_row.eq(f_word + d.wpr), word_kb.eq(f_kb >> lgCPW), word_kb1.eq((f_kb + 1) >> lgCPW)]
         with m.If(fire):
             m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq((f_kb == 0) & ~d.load_c), s1_cbank.eq(f_cbank),
                          s1_a.eq(self._a_chunk(f_kb, Mux(f_rem < R, f_rem, R)))]
@@ -128,18 +132,18 @@ class Feeder(EnginePart):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(f_i + 1 != fd.mb):
                 m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1)]
-                m.d.comb += n_arow.eq(f_arow + d.wpr)
+                m.d.comb += n_word.eq(word_row)
             with m.Else():
                 m.d.sync += f_i.eq(0)
-                m.d.comb += n_arow.eq(0)
                 with m.If(f_g + 1 != fd.gc):
                     m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1)]
+                    m.d.comb += n_word.eq(word_kb)
                 with m.Elif(f_kb + 1 != d.kb):
                     m.d.sync += [f_g.eq(0), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
-                    m.d.comb += n_kb.eq(f_kb + 1)
+                    m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1)]
                 with m.Else():
                     m.d.sync += [f_g.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
-                    m.d.comb += [n_kb.eq(0), fd.next_group.eq(1)]
+                    m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1)]
                     with m.If(fd.last_group):
                         m.d.comb += n_abank.eq(~f_abank)
         m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]
