@@ -35,8 +35,9 @@ class WriteData(EnginePart):
     A row may be written once its last entry holds its final value: the bank is DONE, or READY with
     enough output beats written (during the group's last k-block pass, the row's last entry is output
     number (KB * Gc - 1) * mb + i + 1; the base is computed in three registered steps after each group
-    change, and the write-back holds for those three cycles). Two stages (accumulator read; convert and
-    pack) feed a 16-beat FIFO; W beats leave when the beat and its burst's AWLEN are both there.
+    change, and the write-back holds for those three cycles). Three stages (accumulator read; convert
+    and select the piece; shift it into its beat) feed a 16-beat FIFO; W beats leave when the beat and
+    its burst's AWLEN are both there.
 
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
@@ -100,7 +101,8 @@ class WriteData(EnginePart):
         m.d.comb += x_final.eq(x_fbase + x_i + 1)
         x_state = self.acc_state[x_bank]
         row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & (self.wcount[x_bank] >= x_final))
-        m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & (fifo.level <= WFD - 3) & (x_settle == 0))
+        # (a piece in each of stages B and C may still close a beat: WFD - 4 leaves them room)
+        m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & (fifo.level <= WFD - 4) & (x_settle == 0))
         last_piece = x_off + PB >= xe
         closes = last_piece | (((x_off + PB) & (BB - 1)) == 0)
         x_vb = Mux(PB < xe - x_off, PB, xe - x_off)
@@ -152,16 +154,25 @@ class WriteData(EnginePart):
             p32 = Const(0, WB)
             for q in range(C * 4 // BB):
                 p32 = Mux(y_q == q, entry[q * WB:(q + 1) * WB], p32)
+        # stage C: the piece in a register (the block RAM's output, the bf16 rounding and the piece
+        # selection in front of the byte shifter were the board top's critical path), then shifted
+        # into its beat
         piece = Signal(WB)
-        m.d.comb += piece.eq(Mux(d.out_bf16, p16, p32))
+        z_valid = Signal()
+        z_pos = Signal.like(y_pos)
+        z_vb = Signal.like(y_vb)
+        z_closes = Signal()
+        m.d.sync += z_valid.eq(y_valid)
+        with m.If(y_valid):
+            m.d.sync += [piece.eq(Mux(d.out_bf16, p16, p32)), z_pos.eq(y_pos), z_vb.eq(y_vb), z_closes.eq(y_closes)]
         asm_d = Signal(WB)
         asm_s = Signal(BB)
         shifted = Signal(WB)
         strb = Signal(BB)
-        m.d.comb += [shifted.eq(piece << (y_pos * 8)), strb.eq((((Const(1, BB + 1) << y_vb) - 1) << y_pos)[:BB])]
-        m.d.comb += [fifo.w_data.eq(Cat(asm_d | shifted, asm_s | strb)), fifo.w_en.eq(y_valid & y_closes)]
-        with m.If(y_valid):
-            with m.If(y_closes):
+        m.d.comb += [shifted.eq(piece << (z_pos * 8)), strb.eq((((Const(1, BB + 1) << z_vb) - 1) << z_pos)[:BB])]
+        m.d.comb += [fifo.w_data.eq(Cat(asm_d | shifted, asm_s | strb)), fifo.w_en.eq(z_valid & z_closes)]
+        with m.If(z_valid):
+            with m.If(z_closes):
                 m.d.sync += [asm_d.eq(0), asm_s.eq(0)]
             with m.Else():
                 m.d.sync += [asm_d.eq(asm_d | shifted), asm_s.eq(asm_s | strb)]
@@ -179,5 +190,5 @@ class WriteData(EnginePart):
             m.d.sync += w_cnt.eq(Mux(w.payload.last, 0, w_cnt + 1))
         with m.If(self.go):
             m.d.sync += w_cnt.eq(0)
-        m.d.comb += self.idle.eq(wd.fin & ~fifo.r_rdy & ~y_valid)
+        m.d.comb += self.idle.eq(wd.fin & ~fifo.r_rdy & ~y_valid & ~z_valid)
         return m
