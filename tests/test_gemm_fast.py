@@ -113,5 +113,5 @@ def test_end_of_run_refresh_rate_check_fires():
     with pytest.raises(RuntimeError) as exc:
         run_gemms([GemmJob(a, b, None, "fp32")], cfg, sim="icarus", memory="hdl", progress=False, device_hbm=dev)
     msg = str(exc.value)
-    want = "end of run: JEDEC violation: " + "; ".join(f"REFRESH_RATE violated: pc{k} at cycle 7513" for k in (0, 1))
+    want = "end of run: JEDEC violation: " + "; ".join(f"REFRESH_RATE violated: pc{k} at cycle 7514" for k in (0, 1))
     assert want in msg, msg[-2000:]
