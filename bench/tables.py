@@ -401,7 +401,7 @@ def board(reports: list) -> Table:
         rows.append(
             [
                 r["board"],
-                f"{e['fmt']} {e['rows']}x{e['cols']}",
+                f"{e['fmt']} {e['rows']}x{e['cols']}, {e['stages']} stages",
                 str(r["engine"]["hbm"]["pseudo_channels"]),
                 _n(r["memory_bytes"]),
                 _n(r["clk_mhz"]),

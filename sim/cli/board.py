@@ -104,16 +104,15 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--cols", type=int, choices=(1, 2, 4, 8), default=None, help="MXU columns (default 2)")
     bl.add_argument("--fmt", choices=FMTS, default=None, help="input format (default bf16)")
     bl.add_argument("--subnormals", choices=SUBNORMALS, default=None, help="ftz (default) or ieee")
-    bl.add_argument("--stages", type=stages_arg, default=None, help="PE stages 1..9 (default 2)")
+    bl.add_argument("--stages", type=stages_arg, default=None, help="PE stages 1..9 (default 9: the PE is then not the board's critical path)")
     bl.add_argument("--memory-kib", type=int, default=64, choices=(32, 64, 128, 256),
                     help="emulated memory in KiB, all in block RAM (default 64)")
     bl.add_argument("--pseudo-channels", type=int, choices=(1, 2), default=2,
                     help="HBM pseudo-channels (controllers + block-RAM memories) of the board top (default 2)")
     bl.add_argument("--baud", type=_baud, default=115_200, help="UART bit/s (default 115200)")
-    bl.add_argument("--clk-mhz", type=float, default=20.0, metavar="MHZ",
-                    help="design clock made by the ECP5 PLL from the 25 MHz oscillator (default 20: the "
-                         "default build reaches about 27 MHz, bound by the engine's write-back address "
-                         "loop; 25 uses the pin directly)")
+    bl.add_argument("--clk-mhz", type=float, default=40.0, metavar="MHZ",
+                    help="design clock made by the ECP5 PLL from the 25 MHz oscillator (default 40: the "
+                         "default build places at about 47 MHz on the 85F; 25 uses the pin directly)")
     bl.add_argument("--seed", type=seed_arg, default=1, help="nextpnr placement seed (default 1)")
     bl.add_argument("--json", action="store_true", help="print the report as JSON")
     bl.add_argument("-o", "--out", required=True, type=out_dir_arg, help="output folder (board.bit, board.json, logs)")
@@ -209,7 +208,7 @@ def _cmd_build(args) -> int:
     try:
         # None = not given (a given 0 must reach MXUConfig's check, not turn into the default)
         mxu = MXUConfig(rows=args.rows or 2, cols=args.cols or 2, fmt=args.fmt or "bf16",
-                        subnormals=args.subnormals or "ftz", stages=2 if args.stages is None else args.stages)
+                        subnormals=args.subnormals or "ftz", stages=9 if args.stages is None else args.stages)
         if not 1 <= args.clk_mhz <= 200:
             raise ValueError(f"--clk-mhz must be 1..200 MHz; got {args.clk_mhz:g}")
         config = BoardConfig(engine=board_engine_config(mxu, memory_kib=args.memory_kib,
