@@ -11,18 +11,14 @@ Out-of-context wrapper
     whose outputs drive nothing is deleted by Yosys. The wrapper ``ooc_top`` has three ports:
     ``clk``, ``sin`` and ``sout``. Every input bit of the block (``rst`` included; ``clk`` is
     ``clk``) is one stage of a shift register loaded serially from ``sin``; every output bit of
-    the block is registered in a flip-flop of its own, and those go through an XOR tree of 4-input
-    levels, each level registered, to the register that drives ``sout``. So nothing is constant
-    and every output is observed: Yosys can remove none of the block. The wrapper's own cost (one
-    flip-flop per input bit, one per output bit, the registered XOR tree, three I/O) is measured by
-    a second, small Yosys run of the wrapper around a black box with the block's ports, and
+    the block goes into one XOR tree whose result is registered and drives ``sout``. So nothing
+    is constant and every output is observed: Yosys can remove none of the block. The wrapper's own
+    cost (one flip-flop per input bit, the XOR tree, one flip-flop, three I/O) is measured by a
+    second, small Yosys run of the wrapper around a black box with the block's ports, and
     reported separately (``cells.wrapper``); ``cells.block = cells.total - cells.wrapper``. The
-    placed figures (nextpnr) are for block plus wrapper. A block's input paths start at a
-    flip-flop and its output paths end at one, with no logic of the wrapper's between, so the
-    achieved Fmax is that of the block with registered I/O. (A single XOR tree from the outputs
-    into one register, used before, put up to six LUT levels and a route across the block on every
-    output path: the out-of-context Fmax of blocks with combinational outputs, such as an AXI
-    address from a loader's counters, was the wrapper's as much as the block's.)
+    placed figures (nextpnr) are for block plus wrapper. The register-to-register paths of the
+    wrapper (shift register into the block, block into the parity register) are the block's
+    input and output paths, so the achieved Fmax is that of the block with registered I/O.
 
 YoWASP tools run WebAssembly with a private ``/tmp``: absolute paths under the real ``/tmp`` are
 not visible to them. Every tool here runs with ``cwd=`` its work folder and relative paths, so the
@@ -212,8 +208,7 @@ def ooc_wrapper(top: str, ports: list[Port], clock: str = "clk") -> str:
     """Verilog of the out-of-context wrapper ``ooc_top(clk, sin, sout)`` around module ``top``.
 
     Every input bit of ``top`` except ``clock`` is one stage of a shift register fed from ``sin``
-    (one flip-flop per input bit); every output bit is registered, and the registers are
-    XOR-reduced four at a time, one registered level after another, into the one bit driving
+    (one flip-flop per input bit); all output bits are XOR-reduced into one register driving
     ``sout``. See the module docstring.
     """
     ins = [p for p in ports if p.direction == "input" and p.name != clock]
@@ -226,8 +221,7 @@ def ooc_wrapper(top: str, ports: list[Port], clock: str = "clk") -> str:
     n_out = sum(p.width_bits for p in outs)
     lines = [
         f"// Out-of-context wrapper for {top}: {n_in} input bits from a shift register on sin,",
-        f"// {n_out} output bits registered and XOR-reduced, 4 to 1 per registered level, to sout",
-        "// (written by sim/synth.py).",
+        f"// {n_out} output bits XOR-reduced into one register on sout (written by sim/synth.py).",
         f"module {WRAPPER_TOP}(input clk, input sin, output sout);",
     ]
     conns = []
@@ -250,18 +244,9 @@ def ooc_wrapper(top: str, ports: list[Port], clock: str = "clk") -> str:
         conns.append(f".{p.name}(block_out[{bit + p.width_bits - 1}:{bit}])")
         bit += p.width_bits
     lines.append(f"  {top} block (\n    " + ",\n    ".join(conns) + "\n  );")
-    lines.append(f"  reg [{n_out - 1}:0] out_q;")
-    lines.append("  always @(posedge clk) out_q <= block_out;")
-    prev, width, level = "out_q", n_out, 0
-    while width > 1:
-        nxt = (width + 3) // 4
-        lines.append(f"  reg [{nxt - 1}:0] xor_l{level};")
-        terms = [f"^{prev}[{min(4 * i + 3, width - 1)}:{4 * i}]" for i in range(nxt)]
-        lines.append(f"  always @(posedge clk) xor_l{level} <= {{{', '.join(reversed(terms))}}};")
-        prev, width, level = f"xor_l{level}", nxt, level + 1
     lines += [
         "  reg parity;",
-        f"  always @(posedge clk) parity <= {prev}[0];" if n_out > 1 else "  always @(posedge clk) parity <= out_q;",
+        "  always @(posedge clk) parity <= ^block_out;",
         "  assign sout = parity;",
         "endmodule",
         "",
