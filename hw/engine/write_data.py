@@ -91,10 +91,11 @@ class WriteData(EnginePart):
         # after every group change (Gc and mb change at edge E0; x_gc, xs and xe are new after E1,
         # x_gc_mb after E2, x_fbase after E3)
         x_gc = Signal.like(wd.gc)
-        x_gc_mb = Signal(D + 12)
+        x_gc_mb = Signal(D + 12)       # KB * Gc - 1
         x_fbase = Signal(D + 12)
         x_settle = Signal(2, init=3)
-        m.d.sync += [x_gc.eq(wd.gc), x_gc_mb.eq(d.kb * x_gc), x_fbase.eq((x_gc_mb - 1) * wd.mb)]
+        # (the -1 before the register: the second product's DSP takes flip-flops at its inputs)
+        m.d.sync += [x_gc.eq(wd.gc), x_gc_mb.eq(d.kb * x_gc - 1), x_fbase.eq(x_gc_mb * wd.mb)]
         with m.If((x_settle != 0) & wd.ok):   # the cursor's values are those of this group
             m.d.sync += x_settle.eq(x_settle - 1)
         x_final = Signal(D + 12)
