@@ -308,9 +308,9 @@ def test_mxu_board_build_refuses_a_clock_the_pll_cannot_make(tmp_path):
 
 @pytest.mark.soak
 def test_mxu_board_build_bitstream(tmp_path):
-    """The whole bitstream flow for the default board top (ULX3S 85F, 2x2 bf16 with 9 PE stages, 40 MHz from the PLL): Yosys,
-    nextpnr-ecp5, ecppack; board.bit written, report fields present, one MULT18X18D per PE at least,
-    the design clock met. About 20 minutes on this machine: soak only."""
+    """The whole bitstream flow for the default board top (ULX3S 85F, 2x2 bf16 with 9 PE stages,
+    40 MHz from the PLL): Yosys, nextpnr-ecp5, ecppack; board.bit written, report fields present, one
+    MULT18X18D per PE at least, the design clock met. About 20 minutes on this machine: soak only."""
     import subprocess
 
     out = tmp_path / "board"

@@ -104,7 +104,8 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--cols", type=int, choices=(1, 2, 4, 8), default=None, help="MXU columns (default 2)")
     bl.add_argument("--fmt", choices=FMTS, default=None, help="input format (default bf16)")
     bl.add_argument("--subnormals", choices=SUBNORMALS, default=None, help="ftz (default) or ieee")
-    bl.add_argument("--stages", type=stages_arg, default=None, help="PE stages 1..9 (default 9: the PE is then not the board's critical path)")
+    bl.add_argument("--stages", type=stages_arg, default=None,
+                    help="PE stages 1..9 (default 9: the PE is then not the board's critical path)")
     bl.add_argument("--memory-kib", type=int, default=64, choices=(32, 64, 128, 256),
                     help="emulated memory in KiB, all in block RAM (default 64)")
     bl.add_argument("--pseudo-channels", type=int, choices=(1, 2), default=2,
