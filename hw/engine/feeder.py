@@ -77,18 +77,20 @@ class Feeder(EnginePart):
         f_cbank = Signal()
         with m.If(self.go):
             m.d.sync += [f_k0.eq(0), f_g.eq(0), f_i.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(0)]
-        # the A loader's state a cycle late (see above)
-        full_d = Signal(2)
-        store_bank_d = Signal()
-        progress_d = Signal(D)
-        m.d.sync += [full_d.eq(Mux(self.go, 0, self.a_full)), store_bank_d.eq(self.a_store_bank),
-                     progress_d.eq(Mux(self.go, 0, self.a_progress))]
         f_state = self.acc_state[f_cbank]
         f_w = self.wcount[f_cbank]
+
         # A ready: the bank is full, or (read in passes) every row's beats up to the ones holding
-        # k-block f_kb have been stored
-        f_need = ((f_kb >> lgCPW) << lgNSUB) + NSUB
-        a_ok = full_d.bit_select(f_abank, 1) | ((store_bank_d == f_abank) & (progress_d >= f_need))
+        # k-block kb have been stored. Registered for the position the next cycle holds, from the
+        # A loader's state of this cycle (so a chunk is seen stored a cycle after its write, see
+        # above): computed for each position the feeder can move to, from registers, `ok` only
+        # selecting one, so the compare is not between `ok` and the A bank's address
+        def a_stored(kb, bank):
+            need = ((kb >> lgCPW) << lgNSUB) + NSUB
+            return self.a_full.bit_select(bank, 1) | ((self.a_store_bank == bank) & (self.a_progress >= need))
+        a_ok = Signal()
+        n_aok = Signal()
+        m.d.sync += a_ok.eq(n_aok)
         # accumulator ready: loaded, or (k-block 0 of a group loading its C0, rows in order) the
         # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
         acc_ok = ((f_state == AccState.READY)
@@ -116,10 +118,17 @@ class Feeder(EnginePart):
         n_word = Signal.like(f_word)
         n_kb = Signal.like(f_kb)
         n_abank = Signal()
-        m.d.comb += [n_word.eq(f_word), n_kb.eq(f_kb), n_abank.eq(f_abank)]
+        aok_same = Signal()                     # the A chunk of this position, of the next k-block,
+        aok_kb1 = Signal()                      # of k-block 0 in this bank, in the other bank
+        aok_zero = Signal()
+        aok_other = Signal()
+        m.d.comb += [aok_same.eq(a_stored(f_kb, f_abank)), aok_kb1.eq(a_stored(f_kb + 1, f_abank)),
+                     aok_zero.eq(a_stored(0, f_abank)), aok_other.eq(a_stored(0, ~f_abank))]
+        m.d.comb += [n_word.eq(f_word), n_kb.eq(f_kb), n_abank.eq(f_abank), n_aok.eq(aok_same)]
         m.d.sync += [f_word.eq(n_word), f_kb.eq(n_kb), f_abank.eq(n_abank)]
         with m.If(self.go):
-            m.d.comb += [n_word.eq(0), n_kb.eq(0), n_abank.eq(0)]
+            # (the loader's banks are cleared at go: nothing is stored yet)
+            m.d.comb += [n_word.eq(0), n_kb.eq(0), n_abank.eq(0), n_aok.eq(0)]
         m.d.comb += [self.a_rd_addr.eq(Cat(n_word[:lg(g.ABUF_DEPTH)], n_abank)), self.a_rd_en.eq(1)]
         word_row = Signal.like(f_word)          # the next row, same k-block
         word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
@@ -140,12 +149,12 @@ class Feeder(EnginePart):
                     m.d.comb += n_word.eq(word_kb)
                 with m.Elif(f_kb + 1 != d.kb):
                     m.d.sync += [f_g.eq(0), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
-                    m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1)]
+                    m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1), n_aok.eq(aok_kb1)]
                 with m.Else():
                     m.d.sync += [f_g.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
-                    m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1)]
+                    m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(aok_zero)]
                     with m.If(fd.last_group):
-                        m.d.comb += n_abank.eq(~f_abank)
+                        m.d.comb += [n_abank.eq(~f_abank), n_aok.eq(aok_other)]
         m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]
 
         # the reason for an empty cycle, registered with the stage (so it lines up with the cycle)
