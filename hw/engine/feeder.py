@@ -67,7 +67,7 @@ class Feeder(EnginePart):
         lgNSUB, lgCPW = lg(NSUB), lg(CPW)
         fd = attach_cursor(m, "cursor", self, self.seq)
         f_kb = Signal(D)
-        f_k0 = Signal(D + 9)
+        f_rem = Signal(D + 1)                       # K - kb * R: elements of K from this k-block on
         f_g = Signal(D)
         f_i = Signal(range(g.m_block + 1))
         f_word = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr + kb / CPW: the A bank word
@@ -76,7 +76,7 @@ class Feeder(EnginePart):
         f_abank = Signal()
         f_cbank = Signal()
         with m.If(self.go):
-            m.d.sync += [f_k0.eq(0), f_g.eq(0), f_i.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(0)]
+            m.d.sync += [f_rem.eq(d.k), f_g.eq(0), f_i.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(0)]
         f_state = self.acc_state[f_cbank]
         f_w = self.wcount[f_cbank]
 
@@ -110,7 +110,6 @@ class Feeder(EnginePart):
         with m.If(load):
             m.d.sync += s1_valid.eq(ok)
         m.d.comb += [self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
-        f_rem = d.k - f_k0
         group_end = (f_i + 1 == fd.mb) & (f_g + 1 == fd.gc) & (f_kb + 1 == d.kb)
         fire = load & ok
         # the A position (word, k-block, bank) the next cycle holds, the A bank's read address: the
@@ -148,10 +147,10 @@ class Feeder(EnginePart):
                     m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1)]
                     m.d.comb += n_word.eq(word_kb)
                 with m.Elif(f_kb + 1 != d.kb):
-                    m.d.sync += [f_g.eq(0), f_k0.eq(f_k0 + R), f_caddr.eq(0)]
+                    m.d.sync += [f_g.eq(0), f_rem.eq(f_rem - R), f_caddr.eq(0)]
                     m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1), n_aok.eq(aok_kb1)]
                 with m.Else():
-                    m.d.sync += [f_g.eq(0), f_k0.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
+                    m.d.sync += [f_g.eq(0), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
                     m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(aok_zero)]
                     with m.If(fd.last_group):
                         m.d.comb += [n_abank.eq(~f_abank), n_aok.eq(aok_other)]
