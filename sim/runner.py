@@ -496,6 +496,7 @@ def run_cocotb(
     build_args: Sequence[str] = (),
     public: str = "ports",
     public_signals: Sequence[str] = (),
+    plusargs: Sequence[str] = (),
 ) -> RunResult:
     """Build *sources* with *simulator* and run the cocotb tests of *test_module* against them.
 
@@ -539,6 +540,9 @@ def run_cocotb(
         public_signals: with ``public="ports"``, names of inner signals the testbench reads as
             well (``public_flat_rd`` in every module that has one by that name; read only, so they
             cost no speed), e.g. a trace's probes.
+        plusargs: run-time ``+name=value`` arguments for the simulation (``$value$plusargs``), e.g.
+            ``["+mutsel=3"]`` to pick one mutant of a mutation build (:mod:`sim.mutate`); not part of
+            the build cache key.
 
     Returns:
         A :class:`RunResult`. Failing cocotb tests give ``failed > 0``; they do not raise.
@@ -565,6 +569,9 @@ def run_cocotb(
         )
     if public not in _PUBLIC:
         raise ValueError(f"unknown public {public!r}: allowed values are " + ", ".join(repr(p) for p in _PUBLIC))
+    for arg in plusargs:
+        if not isinstance(arg, str) or not arg.startswith("+"):
+            raise ValueError(f"plusargs must be strings starting with '+'; got {arg!r}")
     for name in public_signals:
         if not isinstance(name, str) or not _IDENTIFIER.match(name):
             raise ValueError(f"public_signals must be plain Verilog identifiers; got {name!r}")
@@ -668,7 +675,7 @@ def run_cocotb(
     log_path = run_dir / "sim.log"
     wave_file: Path | None = None
     test_args: list[str] = []
-    plusargs: list[str] = []
+    plusargs = list(plusargs)
     if waves:
         wave_file = waves_path if waves_path is not None else run_dir / f"{toplevel}.{wave_format}"
         wave_file.parent.mkdir(parents=True, exist_ok=True)

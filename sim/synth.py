@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -271,15 +269,13 @@ def blackbox_stub(top: str, ports: list[Port]) -> str:
 
 
 def _tool(name: str) -> str:
-    """Absolute path of a YoWASP console script: the running interpreter's folder first (the
-    project venv), then PATH."""
-    local = Path(sys.executable).with_name(name)
-    if local.is_file():
-        return str(local)
-    found = shutil.which(name)
-    if found is None:
-        raise SynthError(f"{name} is not installed (pip install -e . installs the YoWASP tools)")
-    return found
+    """Absolute path of a YoWASP console script (:func:`sim.toolchain.tool_executable`)."""
+    try:
+        from sim import toolchain
+
+        return toolchain.tool_executable(name)
+    except FileNotFoundError as e:
+        raise SynthError(str(e)) from None
 
 
 def _run(cmd: list[str], cwd: Path, log: str, timeout_s: float | None = None) -> subprocess.CompletedProcess:

