@@ -553,7 +553,51 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "fmax": (fmax, False),
     "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
     "fmax_system": (lambda d: fmax(d, hbm=False), False),
+    "mutation": (mutation, False),
 }
+
+
+def mutation(d) -> Table:
+    """Mutation score of each block's default regression: mutants by verdict, score, run time."""
+
+    def config(r):
+        return " ".join(f"{k}={v}" for k, v in r["config"].items()) or "default"
+
+    rows = []
+    for r in d["campaigns"]:
+        s = r["summary"]
+        rows.append(
+            [
+                r["campaign"],
+                config(r),
+                _n(s["mutants"]),
+                _n(s["killed"]),
+                _n(s["timeout"]),
+                _n(s["equivalent"]),
+                _n(s["survived"]),
+                _n(s["error"]),
+                "-" if s["score_pct"] is None else f"{s['score_pct']:.1f}%",
+                _n(round(r["wall_s"] / 60, 1)),
+                f"{r['seed']}",
+            ]
+        )
+    return Table(
+        [
+            "campaign",
+            "configuration",
+            "mutants",
+            "killed",
+            "timeout",
+            "equivalent",
+            "survived",
+            "error",
+            "score",
+            "run time (min)",
+            "Yosys seed",
+        ],
+        rows,
+        derived={"run time (min)": "wall_s / 60, rounded to 0.1"},
+    )
 
 
 def build(kind: str, source: str, root: Path = ROOT) -> Table:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sim import toolchain
 
-__all__ = ["equivalent", "run_sby"]
+__all__ = ["equivalent", "prove", "run_sby"]
 
 
 def run_sby(work: Path, name: str, sby_text: str, files: dict[str, Path], timeout_s: float = 600.0) -> str:
@@ -119,3 +119,47 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     if verdict == "FAIL":
         return False, f"an input sequence tells it apart within {depth} cycles (trace in {work / 'bmc'})"
     return None, f"not proven equivalent; the bounded check to {depth} cycles ended {verdict}"
+
+
+def prove(component, work: Path, depth: int, *, name: str = "top", timeout_s: float = 1800.0,
+          cover_depth: int = 0) -> dict:
+    """Prove the assertions of ``component`` (Amaranth ``Assert`` under ``Assume``, e.g. a
+    :class:`verif.hdl.stream_rules.StreamRules` harness) with SymbiYosys and Yices.
+
+    First by k-induction (``mode prove``, ``depth`` steps): a pass holds for every cycle. When the
+    induction does not close (its step finds an unreachable state that breaks an assertion), a
+    bounded model check from reset to ``depth`` cycles decides what can be decided.
+
+    Returns:
+        ``{"verdict": "proven" | "bounded" | "failed" | "unknown", "depth": depth, "mode": ...,
+        "seconds": ...}``: ``proven`` (induction), ``bounded`` (no violation within ``depth`` cycles
+        from the initial state), ``failed`` (a trace that breaks an assertion: in ``work``),
+        ``unknown`` (time limit or tool error). With ``cover_depth`` > 0 also ``"covered"``: whether
+        every ``Cover`` of the component is reached within that many cycles (a proof whose
+        assumptions exclude every interesting trace would be vacuous).
+    """
+    import time
+
+    from amaranth.back import rtlil
+
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+    (work / f"{name}.il").write_text(rtlil.convert(component, name=name))
+    script = f"[script]\nread_rtlil {name}.il\nprep -top {name}\n"
+    t0 = time.perf_counter()
+    verdict = run_sby(work, "prove", f"[options]\nmode prove\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
+                      + script, {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
+    if verdict == "PASS":
+        result = {"verdict": "proven", "depth": depth, "mode": "prove"}
+    else:
+        bmc = run_sby(work, "bmc", f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
+                      {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
+        result = {"verdict": {"PASS": "bounded", "FAIL": "failed"}.get(bmc, "unknown"), "depth": depth,
+                  "mode": "bmc", "induction": verdict}
+    if cover_depth and result["verdict"] in ("proven", "bounded"):
+        # every Cover reached within cover_depth cycles: the assertions constrain real traces
+        cover = run_sby(work, "cover", f"[options]\nmode cover\ndepth {cover_depth}\n\n[engines]\nsmtbmc yices\n\n"
+                        + script, {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
+        result["covered"] = cover == "PASS"
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    return result

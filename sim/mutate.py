@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -201,8 +201,9 @@ def list_mutations(target: Target, prepped: Path, count: int, seed: int) -> list
     work = prepped.parent
     name = f"list-{count}-{seed}.txt"
     if not (work / name).is_file():
-        select = f" {target.select}" if target.select else ""
-        _yosys(f"read_rtlil {prepped.name}\nmutate -list {count} -seed {seed} -o {name}.tmp{select}\n",
+        # A memory's initial contents ($meminit) must stay constant: no selector can switch them.
+        select = f"{target.select or '*'} t:$meminit* %d"
+        _yosys(f"read_rtlil {prepped.name}\nmutate -list {count} -seed {seed} -o {name}.tmp {select}\n",
                work, "list")
         (work / f"{name}.tmp").replace(work / name)
     return parse_mutations((work / name).read_text())
@@ -363,6 +364,7 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
     """
     from sim import formal
 
+    out = out.resolve()  # the children run in the repository, not in the caller's folder
     out.mkdir(parents=True, exist_ok=True)
     work = out / "work"
     t0 = time.perf_counter()
@@ -383,8 +385,10 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
             done = {m["index"]: MutantResult(m["index"], m["status"], m.get("test"), m.get("seconds", 0.0),
                                              m.get("detail")) for m in old["mutants"] if m.get("status")}
     if baseline is None:
-        baseline = run_mutant(target, verilog, 0, simulator=simulator, seed=test_seed,
-                              timeout_s=float("inf")).seconds
+        # twice: the first run includes the simulator build, the second is what a mutant costs
+        for _ in range(2):
+            baseline = run_mutant(target, verilog, 0, simulator=simulator, seed=test_seed,
+                                  timeout_s=float("inf")).seconds
     limit = timeout_s if timeout_s is not None else 5 * baseline + 30
 
     def write() -> dict:
@@ -418,7 +422,8 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
         progress(len(done), len(mutations))
     record = write()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for r in pool.map(judge, todo):
+        for future in as_completed([pool.submit(judge, m) for m in todo]):
+            r = future.result()
             done[r.index] = r
             record = write()
             if progress:

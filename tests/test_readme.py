@@ -42,9 +42,16 @@ def examples() -> list[tuple[str, str | None]]:
 def test_readme_examples_are_found():
     cmds = [c for c, _ in examples()]
     assert cmds[:2] == ["make demo", "make test"]
-    assert {c.split()[1] for c in cmds if c.startswith("mxu ")} == {"generate", "synth", "matmul", "demo", "board"}
+    assert {c.split()[1] for c in cmds if c.startswith("mxu ")} == {
+        "generate",
+        "synth",
+        "matmul",
+        "demo",
+        "board",
+        "mutate",
+    }
     assert set(SKIPPED) <= set(cmds)
-    assert sum(1 for _, shown in examples() if shown) == 4  # generate, synth, matmul, demo
+    assert sum(1 for _, shown in examples() if shown) == 5  # generate, synth, matmul, demo, mutate
 
 
 def flatten(x: dict) -> dict:
@@ -96,4 +103,5 @@ def test_readme_examples_run(tmp_path):
         ["mxu", "synth"],
         ["mxu", "matmul"],
         ["mxu", "demo"],
+        ["mxu", "mutate"],
     ]
