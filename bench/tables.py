@@ -533,30 +533,6 @@ def fmax(d, hbm: bool | None = None) -> Table:
 
 
 #: kind -> (builder, whether it takes a glob of report files instead of one JSON file)
-TABLES: dict[str, tuple[Callable, bool]] = {
-    "gemm": (gemm, False),
-    "gemm_perf": (gemm_perf, False),
-    "gemm_marginal": (gemm_marginal, False),
-    "mxu_cycles": (mxu_cycles, False),
-    "mxu_generation": (mxu_generation, False),
-    "mxu_simulation": (mxu_simulation, False),
-    "mac_area": (mac_area, False),
-    "hbm_efficiency": (hbm_efficiency, False),
-    "hbm_latency": (hbm_latency, False),
-    "hbm_area": (hbm_area, False),
-    "synth_stages": (synth_stages, False),
-    "synth_largest": (synth_largest, False),
-    "synth_reports": (synth_reports, True),
-    "board": (board, True),
-    "sim_speed": (sim_speed, False),
-    "sim_speed_demo": (sim_speed_demo, False),
-    "fmax": (fmax, False),
-    "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
-    "fmax_system": (lambda d: fmax(d, hbm=False), False),
-    "mutation": (mutation, False),
-}
-
-
 def mutation(d) -> Table:
     """Mutation score of each block's default regression: mutants by verdict, score, run time."""
 
@@ -598,6 +574,30 @@ def mutation(d) -> Table:
         rows,
         derived={"run time (min)": "wall_s / 60, rounded to 0.1"},
     )
+
+
+TABLES: dict[str, tuple[Callable, bool]] = {
+    "gemm": (gemm, False),
+    "gemm_perf": (gemm_perf, False),
+    "gemm_marginal": (gemm_marginal, False),
+    "mxu_cycles": (mxu_cycles, False),
+    "mxu_generation": (mxu_generation, False),
+    "mxu_simulation": (mxu_simulation, False),
+    "mac_area": (mac_area, False),
+    "hbm_efficiency": (hbm_efficiency, False),
+    "hbm_latency": (hbm_latency, False),
+    "hbm_area": (hbm_area, False),
+    "synth_stages": (synth_stages, False),
+    "synth_largest": (synth_largest, False),
+    "synth_reports": (synth_reports, True),
+    "board": (board, True),
+    "sim_speed": (sim_speed, False),
+    "sim_speed_demo": (sim_speed_demo, False),
+    "fmax": (fmax, False),
+    "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
+    "fmax_system": (lambda d: fmax(d, hbm=False), False),
+    "mutation": (mutation, False),
+}
 
 
 def build(kind: str, source: str, root: Path = ROOT) -> Table:

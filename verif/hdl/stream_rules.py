@@ -10,9 +10,9 @@ occurs").
 drives (``Out`` streams) the rules are **asserted**; for each stream port it receives (``In``
 streams) they are **assumed** of the environment, which is otherwise free (every other input, reset
 included, takes any value in any cycle). Two covers per output stream (a stall, and a
-transfer that ends one) show that the rules are not vacuous: some trace reaches them. A stream without ``ready`` (``always_ready``) cannot stall
-and has no rule. The tracking registers are reset with the component, so a reset in the middle of
-a stall releases both sides.
+transfer that ends one) show that the rules are not vacuous: some trace reaches them. A stream
+without ``ready`` (``always_ready``) cannot stall and has no rule. The tracking registers are reset
+with the component, so a reset in the middle of a stall releases both sides.
 """
 
 from __future__ import annotations
