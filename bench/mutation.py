@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="Yosys's sampling seed (default 1)")
     ap.add_argument("--jobs", type=int, default=2, help="mutants in parallel (default 2)")
     ap.add_argument("--depth", type=int, default=20, help="equivalence check depth, cycles (default 20)")
+    ap.add_argument("--rejudge", default="", help="comma list of statuses to judge again (e.g. survived)")
     ap.add_argument("--merge", action="store_true", help="keep the other campaigns' records in the file")
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "mutation.json")
     args = ap.parse_args(argv)
@@ -65,6 +66,7 @@ def main(argv=None) -> int:
             timeout_s=None,
             depth=args.depth,
             test_seed=1,
+            rejudge=tuple(x for x in args.rejudge.split(",") if x),
         )
         summary = record["summary"]
         print(f"{name}: {summary} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)

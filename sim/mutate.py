@@ -346,7 +346,7 @@ def summarize(results: Iterable[MutantResult]) -> dict:
 
 def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator: str, jobs: int,
                  timeout_s: float | None, depth: int, test_seed: int,
-                 progress: Callable[[int, int], None] | None = None) -> dict:
+                 progress: Callable[[int, int], None] | None = None, rejudge: tuple[str, ...] = ()) -> dict:
     """Mutate ``target`` and judge every mutant; write ``out/mutate.json`` after each verdict
     (finished mutants are kept and not re-run when the same campaign is started again). Returns the
     record written.
@@ -358,6 +358,8 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
         depth: cycles of the bounded equivalence check of each survivor (0: no check).
         test_seed: the regression's random seed (fixed, so every mutant meets the same stimulus).
         progress: called with (done, total) after each verdict.
+        rejudge: statuses whose mutants are judged again (e.g. ``("survived",)`` after the regression
+            got a test: a killed mutant stays killed by a regression that only gained checks).
 
     Raises:
         RuntimeError: a tool failed, or the original design fails its own regression.
@@ -383,7 +385,8 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
         if old.get("key") == key:
             baseline = old.get("baseline_s")
             done = {m["index"]: MutantResult(m["index"], m["status"], m.get("test"), m.get("seconds", 0.0),
-                                             m.get("detail")) for m in old["mutants"] if m.get("status")}
+                                             m.get("detail")) for m in old["mutants"]
+                    if m.get("status") and m["status"] not in rejudge}
     if baseline is None:
         # twice: the first run includes the simulator build, the second is what a mutant costs
         for _ in range(2):

@@ -74,7 +74,8 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     """One HBM2 pseudo-channel controller (the small geometry of ``tests/test_hbm_cocotb.py``: 64 rows
     of 8 columns, Ramulator2 timings, queue 8): random reads and partial writes with gaps and
     back-pressure under the fatal JEDEC checker (``test_hazards_and_back_pressure``), then the
-    traffic whose cycle count must equal the Amaranth model's (``test_same_cycles_as_amaranth``)."""
+    traffic whose every DRAM command, cycle and latency must equal the Amaranth model's
+    (``test_same_cycles_as_amaranth``)."""
     import numpy as np
 
     from hw.hbm.config import RAMULATOR2_HBM2, HBMConfig
@@ -88,11 +89,12 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     same = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
     rng = np.random.default_rng(11)
     h = PCHarness(cfg, build_traffic(cfg, same, rng), rng=rng, gap_p=0.2, stall_p=0.2)
-    ref_cycles = run_pc_amaranth(h, 200_000)["cycles"]
+    ref = run_pc_amaranth(h, 200_000)
     common = {"config": cfg.as_dict(), "max_cycles": 200_000}
     runs = (
         TestRun("same_cycles_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
-            {**common, "seed": 11, "traffic": same, "gap_p": 0.2, "stall_p": 0.2, "expect_cycles": ref_cycles})}),
+            {**common, "seed": 11, "traffic": same, "gap_p": 0.2, "stall_p": 0.2, "expect_cycles": ref["cycles"],
+             "expect_trace": ref["trace_digest"]})}),
         TestRun("hazards_and_back_pressure", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
             {**common, "seed": seed, "traffic": hazards, "gap_p": 0.25, "stall_p": 0.25})}),
     )

@@ -21,6 +21,8 @@ Everything fails with ``AssertionError`` (the checker's :class:`TimingViolation`
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,6 +128,9 @@ class PCHarness:
     latencies: list[tuple[str, bool, bool, int, int]] = field(default_factory=list)
     data_busy_cycles: int = 0
     column_commands: list[tuple[int, Cmd]] = field(default_factory=list)  # (cycle, RD/WR) on the pins
+    #: every command on the pins: (cycle, row command, bank group, bank, row, column command, bank group,
+    #: bank, column); its digest in :meth:`finish` tells two controllers' command streams apart
+    commands: list[tuple[int, ...]] = field(default_factory=list)
     first_cycle: int | None = None
     last_data_cycle: int = 0
     cycle: int = 0
@@ -160,6 +165,9 @@ class PCHarness:
         drive.rdata_valid, drive.rdata = device_cycle(dev, c, {self.pc: pins})[self.pc]
 
         # ---- bookkeeping of the commands on the pins
+        if pins.row_cmd or pins.col_cmd:
+            self.commands.append((c, pins.row_cmd, pins.row_bg, pins.row_bank, pins.row_row,
+                                  pins.col_cmd, pins.col_bg, pins.col_bank, pins.col_column))
         if pins.row_cmd:
             cmd = _ROW[pins.row_cmd]
             if cmd in (Cmd.REF, Cmd.PREA):
@@ -261,6 +269,8 @@ class PCHarness:
             "refreshes": refresh["refreshes"][self.pc],
             "worst_refresh_gap_cycles": refresh["worst_gap_cycles"][self.pc],
             "max_refresh_owed": self.max_owed,
+            # the whole command stream and every request's latency, as one value to compare
+            "trace_digest": hashlib.sha256(repr((self.commands, self.latencies)).encode()).hexdigest()[:16],
         }
 
 

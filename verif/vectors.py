@@ -142,11 +142,37 @@ def random_vectors(fmt: str, n: int, rng: np.random.Generator, distribution: str
     return a, b, c
 
 
+#: the encodings of 1.0 and the mantissa widths of the float input formats
+_ONE = {"bf16": (0x3F80, 7), "fp8_e4m3fn": (0x38, 3), "fp8_e5m2": (0x3C, 2)}
+
+
+def _nan_payloads(fmt: str):
+    """NaNs whose mantissa has a single bit set, each bit once: an accumulator NaN times 1 * 1, and
+    (where the format has NaN payloads) an operand NaN times 1 + 0. A NaN test that misses one
+    mantissa bit reads such a NaN as infinity; the special values alone (quiet and signalling NaN,
+    with their top or bottom bit set) do not catch it (a mutant of the accumulator's NaN test
+    survived the regression without these)."""
+    one, man = _ONE[fmt]
+    dtype = np.uint16 if fmt == "bf16" else np.uint8
+    c_nans = [0x7F800000 | 1 << i for i in range(23)]
+    a = [one] * len(c_nans)
+    b = [one] * len(c_nans)
+    c = list(c_nans)
+    if fmt != "fp8_e4m3fn":  # E4M3FN has one NaN per sign, S.1111.111: no payload
+        exp_ones = ((1 << (8 if fmt == "bf16" else 5)) - 1) << man
+        for i in range(man):
+            nan = exp_ones | 1 << i
+            a += [nan, one]
+            b += [one, nan]
+            c += [0, 0]
+    return np.array(a, dtype=dtype), np.array(b, dtype=dtype), np.array(c, dtype=np.uint32)
+
+
 def corner_vectors(fmt: str):
     """Every pairing of the special operand values (a x b x c), plus fixed hard cases.
 
-    Covers +-0, subnormal inputs and results, min/max normal, +-inf, quiet and signalling NaN,
-    inf*0, inf-inf, ties to even both ways, sticky bits, massive cancellation, product overflow and
+    Covers +-0, subnormal inputs and results, min/max normal, +-inf, quiet and signalling NaN, NaNs
+    with each single mantissa bit, inf*0, inf-inf, ties to even both ways, sticky bits, massive cancellation, product overflow and
     underflow, and results at the normal/subnormal boundary.
     """
     if fmt == "int8":
@@ -162,6 +188,7 @@ def corner_vectors(fmt: str):
     accs = np.array(_F32_SPECIALS, dtype=np.uint32)
     a, b, c = np.meshgrid(ops, ops, accs, indexing="ij")
     a, b, c = a.ravel(), b.ravel(), c.ravel()
+    a, b, c = (np.concatenate(x) for x in zip((a, b, c), _nan_payloads(fmt)))
     if fmt != "bf16":
         return a, b, c
     fixed = [

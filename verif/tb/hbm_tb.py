@@ -4,8 +4,9 @@
 be a preset name), ``seed``, ``traffic`` (a list of ``{"kind": "sequential" | "random" | "conflicts",
 "count": N, ...}`` segments, see :func:`verif.hbm_harness.build_traffic`), ``gap_p`` / ``stall_p`` (0 = stream always
 offered / always ready), ``max_outstanding`` (1 = one request at a time), ``max_cycles``,
-``drain_cycles``, ``expect_cycles`` (optional: the run must take exactly this many cycles, e.g.
-the Amaranth model's count for the same traffic). ``HBM_TB_REPORT`` (optional): a path where
+``drain_cycles``, ``expect_cycles`` and ``expect_trace`` (optional: the run must take exactly this
+many cycles and give this ``trace_digest``, the digest of every DRAM command with its cycle and every
+request's latency, e.g. the Amaranth model's for the same traffic). ``HBM_TB_REPORT`` (optional): a path where
 the run's statistics (:meth:`verif.hbm_harness.PCHarness.finish`) are written as JSON.
 
 Test ``traffic``: the requests go through :class:`verif.hbm_harness.PCHarness` exactly as in the
@@ -113,3 +114,6 @@ async def traffic(dut):
     if "expect_cycles" in CFG:
         assert h.cycle == int(CFG["expect_cycles"]), (
             f"{h.cycle} cycles, the reference model takes {CFG['expect_cycles']}")
+    if "expect_trace" in CFG:
+        assert stats["trace_digest"] == CFG["expect_trace"], (
+            "the DRAM command stream or a request's latency differs from the reference model's")

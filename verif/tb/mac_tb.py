@@ -11,7 +11,8 @@ when ``stages`` > 0.
 
 Every result is compared bit for bit with :func:`verif.vectors.expected_bits` (the golden model); with
 an always-ready consumer the output must appear exactly ``stages`` cycles after its input; under
-random gaps and back-pressure nothing may be lost, duplicated, reordered or changed while stalled.
+random gaps and back-pressure nothing may be lost, duplicated, reordered or changed while stalled, and
+``i__ready`` is exactly ``o__ready | ~o__valid`` (a stage holding no result never blocks its input).
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ async def _stream(dut, payloads: list[int], rng: np.random.Generator | None) -> 
         await ReadOnly()
         o_valid = dut.o__valid.value == 1
         o_payload = int(dut.o__payload.value.to_unsigned()) if o_valid else None
+        # the pipeline advances when its output is taken or empty: an input is taken then, and only then
+        assert (dut.i__ready.value == 1) == (bool(ready) or not o_valid), (
+            f"cycle {cycle}: i__ready {dut.i__ready.value} with o__valid {int(o_valid)}, o__ready {ready}")
         if held is not None:
             assert o_valid and o_payload == held, f"cycle {cycle}: stalled output changed"
         held = o_payload if (o_valid and not ready) else None
