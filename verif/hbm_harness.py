@@ -22,7 +22,6 @@ Everything fails with ``AssertionError`` (the checker's :class:`TimingViolation`
 from __future__ import annotations
 
 import hashlib
-
 from dataclasses import dataclass, field
 
 import numpy as np
