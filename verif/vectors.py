@@ -172,8 +172,8 @@ def corner_vectors(fmt: str):
     """Every pairing of the special operand values (a x b x c), plus fixed hard cases.
 
     Covers +-0, subnormal inputs and results, min/max normal, +-inf, quiet and signalling NaN, NaNs
-    with each single mantissa bit, inf*0, inf-inf, ties to even both ways, sticky bits, massive cancellation, product overflow and
-    underflow, and results at the normal/subnormal boundary.
+    with each single mantissa bit, inf*0, inf-inf, ties to even both ways, sticky bits, massive
+    cancellation, product overflow and underflow, and results at the normal/subnormal boundary.
     """
     if fmt == "int8":
         vals8 = np.array([0, 1, 0x7F, 0x80, 0x81, 0xFF, 2, 0xFE], dtype=np.uint8)
