@@ -85,8 +85,9 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     Three tries, cheapest first:
 
     1. Yosys's equivalence proof (``equiv_make``, ``equiv_simple -seq depth``, ``equiv_induct -seq
-       depth``, at most ``bmc_timeout_s`` seconds) with every named wire of the two designs paired: when every pair is proven, the
-       outputs are equal at every cycle (an induction proof, not bounded).
+       depth``, at most ``bmc_timeout_s`` seconds) with every named wire of the two designs
+       paired: when every pair is proven, the outputs are equal at every cycle (an induction proof,
+       not bounded).
     2. The same with only ports and register outputs paired (a change masked before the next
        register leaves no named wire different).
     3. A bounded model check of the miter (``miter -equiv``: the same inputs, ``rst`` included, into

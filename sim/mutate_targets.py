@@ -73,7 +73,8 @@ def _mxu(options: dict, seed: int) -> Target:
 def _hbm_channel(options: dict, seed: int) -> Target:
     """One HBM2 pseudo-channel controller (the small geometry of ``tests/test_hbm_cocotb.py``: 64 rows
     of 8 columns, Ramulator2 timings, queue 8): random reads and partial writes with gaps and
-    back-pressure under the fatal JEDEC checker (``test_hazards_and_back_pressure``), then the
+    back-pressure under the fatal JEDEC checker, each command at the Amaranth model's cycle
+    (``test_hazards_and_back_pressure``), then the
     traffic whose every DRAM command, cycle and latency must equal the Amaranth model's
     (``test_same_cycles_as_amaranth``)."""
     import numpy as np
@@ -87,16 +88,20 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     hazards = [{"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
                {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2}]
     same = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
-    rng = np.random.default_rng(11)
-    h = PCHarness(cfg, build_traffic(cfg, same, rng), rng=rng, gap_p=0.2, stall_p=0.2)
-    ref = run_pc_amaranth(h, 200_000)
+
+    def reference(traffic, seed, p):  # the Amaranth model's run of the same traffic, as the tests do
+        rng = np.random.default_rng(seed)
+        return run_pc_amaranth(PCHarness(cfg, build_traffic(cfg, traffic, rng), rng=rng, gap_p=p, stall_p=p), 200_000)
+
+    ref, ref_hazards = reference(same, 11, 0.2), reference(hazards, seed, 0.25)
     common = {"config": cfg.as_dict(), "max_cycles": 200_000}
     runs = (
         TestRun("same_cycles_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
             {**common, "seed": 11, "traffic": same, "gap_p": 0.2, "stall_p": 0.2, "expect_cycles": ref["cycles"],
              "expect_trace": ref["trace_digest"]})}),
         TestRun("hazards_and_back_pressure", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
-            {**common, "seed": seed, "traffic": hazards, "gap_p": 0.25, "stall_p": 0.25})}),
+            {**common, "seed": seed, "traffic": hazards, "gap_p": 0.25, "stall_p": 0.25,
+             "expect_cycles": ref_hazards["cycles"], "expect_trace": ref_hazards["trace_digest"]})}),
     )
     return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), runs,
                   config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2"})
