@@ -81,6 +81,7 @@ def main(argv=None) -> int:
             "equivalence_depth": args.depth,
             "summary": summary,
             "wall_s": record["wall_s"],
+            "mutant_s": record["mutant_s"],
             "timeout_s": record["timeout_s"],
             "baseline_s": record["baseline_s"],
             "regression": [r["name"] for r in record["regression"]],

@@ -553,7 +553,7 @@ def mutation(d) -> Table:
                 _n(s["survived"]),
                 _n(s["error"]),
                 "-" if s["score_pct"] is None else f"{s['score_pct']:.1f}%",
-                _n(round(r["wall_s"] / 60, 1)),
+                _n(round(r["mutant_s"] / 60, 1)),
                 f"{r['seed']}",
             ]
         )
@@ -568,11 +568,11 @@ def mutation(d) -> Table:
             "survived",
             "error",
             "score",
-            "run time (min)",
+            "mutant time (min)",
             "Yosys seed",
         ],
         rows,
-        derived={"run time (min)": "wall_s / 60, rounded to 0.1"},
+        derived={"mutant time (min)": "mutant_s / 60, rounded to 0.1"},
     )
 
 

@@ -380,10 +380,12 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
     path = out / "mutate.json"
     done: dict[int, MutantResult] = {}
     baseline = None
+    earlier_s = 0.0
     if path.is_file():
         old = json.loads(path.read_text())
         if old.get("key") == key:
             baseline = old.get("baseline_s")
+            earlier_s = old.get("wall_s", 0.0)  # the sessions before this one
             done = {m["index"]: MutantResult(m["index"], m["status"], m.get("test"), m.get("seconds", 0.0),
                                              m.get("detail")) for m in old["mutants"]
                     if m.get("status") and m["status"] not in rejudge}
@@ -402,7 +404,8 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
             "timeout_s": round(limit, 1), "baseline_s": round(baseline, 2), "equivalence_depth": depth,
             "regression": [asdict(r) for r in target.runs],
             "tools": toolchain.tool_versions(), "summary": summarize(results),
-            "wall_s": round(time.perf_counter() - t0, 1),
+            "wall_s": round(earlier_s + time.perf_counter() - t0, 1),  # every session of the campaign
+            "mutant_s": round(sum(r.seconds for r in results), 1),
             "mutants": [{**asdict(m), **({k: v for k, v in asdict(done[m.index]).items() if k != "index"}
                                         if m.index in done else {})} for m in mutations],
         }
@@ -412,9 +415,11 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
         return record
 
     def judge(m: Mutation) -> MutantResult:
+        t = time.perf_counter()
         r = run_mutant(target, verilog, m.index, simulator=simulator, seed=test_seed, timeout_s=limit)
         if r.status == "survived" and depth > 0:
             eq, how = formal.equivalent(prepped, target.top, m.command, depth, work / f"eq{m.index}")
+            r.seconds = time.perf_counter() - t  # the equivalence check is part of judging it
             r.detail = how
             if eq is True:
                 r.status = "equivalent"
