@@ -74,7 +74,8 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     """One HBM2 pseudo-channel controller (the small geometry of ``tests/test_hbm_cocotb.py``: 64 rows
     of 8 columns, Ramulator2 timings, queue 8): random reads and partial writes with gaps and
     back-pressure under the fatal JEDEC checker, each command at the Amaranth model's cycle
-    (``test_hazards_and_back_pressure``), then the
+    (``test_hazards_and_back_pressure``), 1,200 dense random requests likewise
+    (``test_dense_random_same_commands_as_amaranth``), then the
     traffic whose every DRAM command, cycle and latency must equal the Amaranth model's
     (``test_same_cycles_as_amaranth``)."""
     import numpy as np
@@ -93,7 +94,11 @@ def _hbm_channel(options: dict, seed: int) -> Target:
         rng = np.random.default_rng(seed)
         return run_pc_amaranth(PCHarness(cfg, build_traffic(cfg, traffic, rng), rng=rng, gap_p=p, stall_p=p), 200_000)
 
+    dense = [{"kind": "random", "count": 1200, "write_p": 0.5, "partial_p": 0.3}]
     ref, ref_hazards = reference(same, 11, 0.2), reference(hazards, seed, 0.25)
+    rng = np.random.default_rng(3)
+    ref_dense = run_pc_amaranth(PCHarness(cfg, build_traffic(cfg, dense, rng), rng=rng, gap_p=0.0, stall_p=0.1),
+                                400_000)
     common = {"config": cfg.as_dict(), "max_cycles": 200_000}
     runs = (
         TestRun("same_cycles_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
@@ -102,6 +107,9 @@ def _hbm_channel(options: dict, seed: int) -> Target:
         TestRun("hazards_and_back_pressure", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
             {**common, "seed": seed, "traffic": hazards, "gap_p": 0.25, "stall_p": 0.25,
              "expect_cycles": ref_hazards["cycles"], "expect_trace": ref_hazards["trace_digest"]})}),
+        TestRun("dense_random_same_commands_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
+            {**common, "max_cycles": 400_000, "seed": 3, "traffic": dense, "gap_p": 0.0, "stall_p": 0.1,
+             "expect_cycles": ref_dense["cycles"], "expect_trace": ref_dense["trace_digest"]})}),
     )
     return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), runs,
                   config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2"})
