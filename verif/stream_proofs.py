@@ -28,22 +28,25 @@ class StreamProof:
     depth: int = 12
 
 
-def _engine(block: str):
+def _engine(module: str, cls: str):
     def make():
-        from hw.engine import EngineConfig
-        from sim.blocks import engine_block
+        import importlib
 
-        return engine_block(block, EngineConfig.from_options(rows=4, cols=4, fmt="int8", pseudo_channels=1))()
+        from hw.engine import EngineConfig
+
+        cfg = EngineConfig.from_options(rows=4, cols=4, fmt="int8", pseudo_channels=1)
+        return getattr(importlib.import_module(f"hw.engine.{module}"), cls)(cfg)
 
     return make
 
 
-def _hbm(block: str):
+def _hbm(module: str, cls: str):
     def make():
-        from hw.hbm.config import HBMConfig
-        from sim.blocks import hbm_block
+        import importlib
 
-        return hbm_block(block, HBMConfig(pseudo_channels=1, queue_depth=4))()
+        from hw.hbm.config import HBMConfig
+
+        return getattr(importlib.import_module(f"hw.hbm.{module}"), cls)(HBMConfig(pseudo_channels=1, queue_depth=4))
 
     return make
 
@@ -61,15 +64,15 @@ _BRAM = "the bank read data changes only in the cycle after a read (a block-RAM 
 #: proof name -> what is proven under which contract
 PROOFS: dict[str, StreamProof] = {
     "mxu-2x2-bf16": StreamProof(_mxu),
-    "engine-a-loader": StreamProof(_engine("engine-a-loader")),
-    "engine-weight-loader": StreamProof(_engine("engine-weight-loader")),
-    "engine-c0-loader": StreamProof(_engine("engine-c0-loader")),
+    "engine-a-loader": StreamProof(_engine("a_loader", "ALoader")),
+    "engine-weight-loader": StreamProof(_engine("weight_loader", "WeightLoader")),
+    "engine-c0-loader": StreamProof(_engine("c0_loader", "C0Loader")),
     "engine-feeder": StreamProof(
-        _engine("engine-feeder"),
+        _engine("feeder", "Feeder"),
         lambda m, d: [read_port_holds(m, d.acc_rd_en, d.acc_rd_data, "acc"),
                       read_port_holds(m, d.a_rd_en, d.a_rd_data, "a")], _BRAM),
-    "engine-write-address": StreamProof(_engine("engine-write-address")),
-    "engine-write-data": StreamProof(_engine("engine-write-data"), lambda m, d: [~d.go | d.idle], _GO_WHEN_IDLE),
-    "hbm-channel": StreamProof(_hbm("hbm-channel")),
-    "hbm-read-path": StreamProof(_hbm("hbm-read-path")),
+    "engine-write-address": StreamProof(_engine("write_address", "WriteAddress")),
+    "engine-write-data": StreamProof(_engine("write_data", "WriteData"), lambda m, d: [~d.go | d.idle], _GO_WHEN_IDLE),
+    "hbm-channel": StreamProof(_hbm("controller", "PseudoChannelController")),
+    "hbm-read-path": StreamProof(_hbm("read_path", "ReadResponsePath")),
 }
