@@ -66,7 +66,6 @@ class TestRun:
     test_module: str
     env: dict[str, str]
     testcase: str | None = None
-    public: str = "ports"
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,6 @@ class Target:
         top: the Verilog module name the testbenches expect.
         design: returns ``("rtlil" | "verilog", text)``: the design with Amaranth source attributes.
         runs: the regression, cheapest first (a killed mutant stops at its first failing run).
-        select: a Yosys selection restricting the mutation candidates (e.g. the cells of one engine
-            component inside the flattened engine); empty: the whole design.
         config: the configuration, recorded in ``mutate.json``.
     """
 
@@ -87,7 +84,6 @@ class Target:
     top: str
     design: Callable[[], tuple[str, str]]
     runs: tuple[TestRun, ...]
-    select: str = ""
     config: dict = field(default_factory=dict)
 
 
@@ -138,7 +134,8 @@ def _yosys(script: str, cwd: Path, log_name: str) -> None:
 
 def prepare(target: Target, work: Path) -> Path:
     """Write the design into ``work`` and turn it into the flattened netlist the mutations refer to
-    (``work/design.il``); returns that path. Reused when it exists."""
+    (``work/design.il``); returns that path. Reused when it exists: ``work`` must identify the design
+    (:func:`design_key`)."""
     work.mkdir(parents=True, exist_ok=True)
     prepped = work / "design.il"
     if prepped.is_file():
@@ -152,6 +149,19 @@ def prepare(target: Target, work: Path) -> Path:
            work, "prepare")
     (work / f"{prepped.name}.tmp").replace(prepped)
     return prepped
+
+
+def design_key(target: Target) -> str:
+    """A digest of what the mutated design is made of: the block, its module name, its
+    configuration and every gateware source (:mod:`hw`, ``verif/hdl``). A campaign keeps its work
+    files under it, so a changed configuration or source never reuses another design's netlist."""
+    import hashlib
+
+    from sim.runner import _hw_sources_digest
+
+    h = hashlib.sha256(json.dumps([target.block, target.top, target.config], sort_keys=True).encode())
+    _hw_sources_digest(h)
+    return h.hexdigest()[:16]
 
 
 _ARG = re.compile(r"-(\w+) ((?:\"[^\"]*\")|\S+)")
@@ -195,14 +205,14 @@ def parse_mutations(text: str, root: Path | None = None) -> list[Mutation]:
     return out
 
 
-def list_mutations(target: Target, prepped: Path, count: int, seed: int) -> list[Mutation]:
-    """``count`` mutations of ``prepped`` picked by Yosys's ``mutate -list count -seed seed`` (within
-    ``target.select``); fewer if the design has fewer candidates."""
+def list_mutations(prepped: Path, count: int, seed: int) -> list[Mutation]:
+    """``count`` mutations of ``prepped`` picked by Yosys's ``mutate -list count -seed seed``; fewer if
+    the design has fewer candidates."""
     work = prepped.parent
     name = f"list-{count}-{seed}.txt"
     if not (work / name).is_file():
         # A memory's initial contents ($meminit) must stay constant: no selector can switch them.
-        select = f"{target.select or '*'} t:$meminit* %d"
+        select = "* t:$meminit* %d"
         _yosys(f"read_rtlil {prepped.name}\nmutate -list {count} -seed {seed} -o {name}.tmp {select}\n",
                work, "list")
         (work / f"{name}.tmp").replace(work / name)
@@ -214,22 +224,22 @@ def selector_width(count: int) -> int:
     return max(1, count.bit_length())
 
 
-def build_mutants(target: Target, prepped: Path, mutations: list[Mutation]) -> Path:
-    """One Verilog file (``work/mutants.v``) holding every mutation behind the selector: module
+def build_mutants(target: Target, prepped: Path, mutations: list[Mutation], name: str = "mutants.v") -> Path:
+    """One Verilog file (``work/<name>``) holding every mutation behind the selector: module
     ``target.top`` with its original ports; the selector is a register read from ``+mutsel=<i>``
-    (default 0: the original design). Reused when it exists."""
+    (default 0: the original design). Reused when it exists: ``name`` must identify ``mutations``."""
     work = prepped.parent
-    out = work / "mutants.v"
+    out = work / name
     if out.is_file():
         return out
     width = selector_width(len(mutations))
     lines = [f"read_rtlil {prepped.name}"]
     lines += [f"mutate -ctrl {SELECTOR} {width} {m.index} {m.command}" for m in mutations]
-    lines += ["opt_clean", "write_verilog -noattr mutants.v.tmp"]
+    lines += ["opt_clean", f"write_verilog -noattr {name}.tmp"]
     _yosys("\n".join(lines) + "\n", work, "build")
-    text = (work / "mutants.v.tmp").read_text()
-    (work / "mutants.v").write_text(_selector_from_plusarg(text, target.top, width))
-    (work / "mutants.v.tmp").unlink()
+    text = (work / f"{name}.tmp").read_text()
+    out.write_text(_selector_from_plusarg(text, target.top, width))
+    (work / f"{name}.tmp").unlink()
     return out
 
 
@@ -267,7 +277,7 @@ def _child(spec: dict) -> dict:
     from sim.runner import run_cocotb
 
     r = run_cocotb([Path(spec["verilog"])], spec["top"], spec["test_module"], simulator=spec["simulator"],
-                   env=spec["env"], testcase=spec["testcase"], seed=spec["seed"], public=spec["public"],
+                   env=spec["env"], testcase=spec["testcase"], seed=spec["seed"],
                    plusargs=[f"+{SELECTOR}={spec['index']}"])
     first = None
     if r.failed:
@@ -301,8 +311,7 @@ def run_mutant(target: Target, verilog: Path, index: int, *, simulator: str, see
     start = time.perf_counter()
     for run in target.runs:
         spec = {"verilog": str(verilog), "top": target.top, "test_module": run.test_module, "env": run.env,
-                "testcase": run.testcase, "simulator": simulator, "seed": seed, "index": index,
-                "public": run.public}
+                "testcase": run.testcase, "simulator": simulator, "seed": seed, "index": index}
         left = timeout_s - (time.perf_counter() - start)
         if left <= 0:
             return MutantResult(index, "timeout", run.name, time.perf_counter() - start,
@@ -368,14 +377,16 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
 
     out = out.resolve()  # the children run in the repository, not in the caller's folder
     out.mkdir(parents=True, exist_ok=True)
-    work = out / "work"
+    design = design_key(target)
+    work = out / "work" / design
     t0 = time.perf_counter()
     prepped = prepare(target, work)
-    mutations = list_mutations(target, prepped, count, seed)
+    mutations = list_mutations(prepped, count, seed)
     if not mutations:
         raise RuntimeError(f"Yosys found no mutation candidates in {target.block}")
-    verilog = build_mutants(target, prepped, mutations)
-    key = {"block": target.block, "config": target.config, "count": count, "seed": seed, "simulator": simulator,
+    verilog = build_mutants(target, prepped, mutations, f"mutants-{count}-{seed}.v")
+    key = {"block": target.block, "design": design, "config": target.config, "count": count, "seed": seed,
+           "simulator": simulator,
            "test_seed": test_seed, "depth": depth, "runs": [r.name for r in target.runs]}
     path = out / "mutate.json"
     done: dict[int, MutantResult] = {}

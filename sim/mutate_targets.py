@@ -78,27 +78,19 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     (``test_dense_random_same_commands_as_amaranth``), then the
     traffic whose every DRAM command, cycle and latency must equal the Amaranth model's
     (``test_same_cycles_as_amaranth``)."""
-    import numpy as np
-
     from hw.hbm.config import RAMULATOR2_HBM2, HBMConfig
     from hw.hbm.controller import PseudoChannelController
-    from verif.hbm_harness import PCHarness, build_traffic
-    from verif.hbm_sim import run_pc_amaranth
+    from verif.hbm_sim import traffic_reference
 
     cfg = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8, timing=RAMULATOR2_HBM2)
     hazards = [{"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
                {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2}]
     same = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
-
-    def reference(traffic, seed, p):  # the Amaranth model's run of the same traffic, as the tests do
-        rng = np.random.default_rng(seed)
-        return run_pc_amaranth(PCHarness(cfg, build_traffic(cfg, traffic, rng), rng=rng, gap_p=p, stall_p=p), 200_000)
-
     dense = [{"kind": "random", "count": 1200, "write_p": 0.5, "partial_p": 0.3}]
-    ref, ref_hazards = reference(same, 11, 0.2), reference(hazards, seed, 0.25)
-    rng = np.random.default_rng(3)
-    ref_dense = run_pc_amaranth(PCHarness(cfg, build_traffic(cfg, dense, rng), rng=rng, gap_p=0.0, stall_p=0.1),
-                                400_000)
+    # the Amaranth model's runs of the same traffic, as the tests compare them
+    ref = traffic_reference(cfg, same, 11, gap_p=0.2, stall_p=0.2)
+    ref_hazards = traffic_reference(cfg, hazards, seed, gap_p=0.25, stall_p=0.25)
+    ref_dense = traffic_reference(cfg, dense, 3, stall_p=0.1, max_cycles=400_000)
     common = {"config": cfg.as_dict(), "max_cycles": 200_000}
     runs = (
         TestRun("same_cycles_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(

@@ -171,7 +171,7 @@ BAD = [
     # mxu mutate: the block, its options and the output folder before any generation or build
     (["mutate", "--block", "mac", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
     (["mutate", "--block", "mac", "-o", UNWRITABLE], {}, "folder /proc is not writable"),
-    (["mutate", "--block", "mac", "--stages", "12", "-o", "m"], {}, "stages"),
+    (["mutate", "--block", "mac", "--stages", "12", "-o", "m"], {}, "stages must be an integer from 0 to 9; got 12"),
     (["mutate", "--block", "hbm-channel", "--fmt", "int8", "-o", "m"], {}, "fmt does not apply to block hbm-channel"),
     (["mutate", "--block", "mxu", "--count", "-3", "-o", "m"], {}, "argument --count: must be a positive integer"),
 ]

@@ -13,7 +13,7 @@ from hw.hbm.config import COMPRESSED_REFRESH, RAMULATOR2_HBM2, HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from sim.runner import generate_verilog, run_cocotb
 from verif.hbm_harness import PCHarness, build_traffic
-from verif.hbm_sim import run_pc_amaranth
+from verif.hbm_sim import run_pc_amaranth, traffic_reference
 
 # Small geometry (many row conflicts), Ramulator2 timings; and the DRAMsim3 timings with refresh
 # compressed to tREFI = 400 at the full HBM2 pseudo-channel geometry (16 banks, 16,384 rows).
@@ -53,10 +53,7 @@ def test_hazards_and_back_pressure(simulator, seed, tmp_path):
     assert stats["requests"] == 700
     # and the same DRAM commands at the same cycles as the Amaranth model: a scheduling or timing-counter
     # bug that stays legal and loses nothing is still a different controller
-    rng = np.random.default_rng(seed)
-    ref = run_pc_amaranth(
-        PCHarness(SMALL, build_traffic(SMALL, traffic, rng), rng=rng, gap_p=0.25, stall_p=0.25), 200_000
-    )
+    ref = traffic_reference(SMALL, traffic, seed, gap_p=0.25, stall_p=0.25)
     assert (stats["cycles"], stats["trace_digest"]) == (ref["cycles"], ref["trace_digest"])
 
 
@@ -68,10 +65,7 @@ def test_dense_random_same_commands_as_amaranth(simulator, tmp_path):
     meets (mutants that issued a PRE inside tWR on one bank passed every other test)."""
     traffic = [{"kind": "random", "count": 1200, "write_p": 0.5, "partial_p": 0.3}]
     stats = run_hbm(SMALL, simulator, 3, traffic, tmp_path / "r.json", stall_p=0.1, max_cycles=400_000)
-    rng = np.random.default_rng(3)
-    ref = run_pc_amaranth(
-        PCHarness(SMALL, build_traffic(SMALL, traffic, rng), rng=rng, gap_p=0.0, stall_p=0.1), 400_000
-    )
+    ref = traffic_reference(SMALL, traffic, 3, stall_p=0.1, max_cycles=400_000)
     assert (stats["cycles"], stats["trace_digest"]) == (ref["cycles"], ref["trace_digest"])
 
 
@@ -98,9 +92,8 @@ def test_same_cycles_as_amaranth(simulator, tmp_path):
     traffic = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
     stats = run_hbm(SMALL, simulator, 11, traffic, tmp_path / "r.json", gap_p=0.2, stall_p=0.2)
     rng = np.random.default_rng(11)
-    reqs = build_traffic(SMALL, traffic, rng)
-    h = PCHarness(SMALL, reqs, rng=rng, gap_p=0.2, stall_p=0.2)
-    ref = run_pc_amaranth(h, 200_000)
+    h = PCHarness(SMALL, build_traffic(SMALL, traffic, rng), rng=rng, gap_p=0.2, stall_p=0.2)
+    ref = run_pc_amaranth(h, 200_000)  # the harness itself: its per-request latencies are compared too
     assert stats["cycles"] == ref["cycles"]
     # every DRAM command at the same cycle and every request's latency, not only the total
     assert stats["trace_digest"] == ref["trace_digest"]

@@ -104,6 +104,20 @@ def test_equivalence_proves_a_masked_mutant_and_refutes_a_real_one(absorb, tmp_p
     assert eq is None
 
 
+def test_each_mutation_list_gets_its_own_build_and_each_design_its_own_work(absorb):
+    """A second campaign in the same folder with more mutations must not reuse the first one's
+    build (its mutants would run as the original design and survive), nor a changed configuration
+    the first one's netlist."""
+    tgt = mutate.Target("absorb", "absorb", None, ())
+    two = mutate.build_mutants(tgt, absorb, mutate.list_mutations(absorb, 2, 1), "mutants-2-1.v")
+    three = mutate.build_mutants(tgt, absorb, mutate.list_mutations(absorb, 3, 1), "mutants-3-1.v")
+    assert two != three
+    assert "mutsel == 2'h2" in two.read_text() and "mutsel == 2'h3" not in two.read_text()
+    assert "mutsel == 2'h3" in three.read_text()
+    assert mutate.design_key(target("mac", {}, 1)) != mutate.design_key(target("mac", {"fmt": "int8"}, 1))
+    assert mutate.design_key(target("mac", {}, 1)) == mutate.design_key(target("mac", {}, 2))  # test seed
+
+
 def test_unknown_block_and_options_are_refused():
     with pytest.raises(ValueError, match="block must be one of mac"):
         target("alu", {}, 1)
@@ -192,5 +206,6 @@ def test_smoke_mac_campaign_kills_times_out_and_resumes(tmp_path):
 
     # the time limit: a regression cut short counts as killed by timeout
     tgt = target("mac", {}, 1)
-    res = mutate.run_mutant(tgt, out / "work" / "mutants.v", 1, simulator="verilator", seed=1, timeout_s=0.2)
+    build = out / "work" / mutate.design_key(tgt) / "mutants-4-1.v"
+    res = mutate.run_mutant(tgt, build, 1, simulator="verilator", seed=1, timeout_s=0.2)
     assert (res.status, res.test) == ("timeout", "corner_cases")

@@ -77,3 +77,18 @@ def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
     else:
         sim.run()
     return result
+
+
+def traffic_reference(config: HBMConfig, traffic: list[dict], seed: int, gap_p: float = 0.0, stall_p: float = 0.0,
+                      max_cycles: int = 200_000) -> dict:
+    """The Amaranth controller's run of ``traffic`` (segments of :func:`~verif.hbm_harness.build_traffic`)
+    with the generator, pauses and back-pressure the cocotb bench (``verif/tb/hbm_tb.py``) draws from
+    ``numpy.random.default_rng(seed)``: its statistics, ``cycles`` and ``trace_digest`` included, to
+    compare the generated Verilog with command for command."""
+    import numpy as np
+
+    from .hbm_harness import build_traffic
+
+    rng = np.random.default_rng(seed)
+    harness = PCHarness(config, build_traffic(config, traffic, rng), rng=rng, gap_p=gap_p, stall_p=stall_p)
+    return run_pc_amaranth(harness, max_cycles)

@@ -17,12 +17,6 @@ __all__ = ["add_parser", "run"]
 _CONFIG = ("fmt", "subnormals", "stages", "rows", "cols")
 
 
-def _nonneg_arg(text: str) -> int:
-    if not text.isdigit() or not text.isascii():
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, not {text!r}")
-    return int(text)
-
-
 def _seconds_arg(text: str) -> float:
     try:
         value = float(text)
@@ -63,7 +57,7 @@ def add_parser(sub) -> None:
     g.add_argument("--timeout", type=_seconds_arg, default=None,
                    help="seconds per mutant before it counts as killed by timeout (default: 5 x the original "
                         "design's regression time + 30 s)")
-    g.add_argument("--depth", type=_nonneg_arg, default=20,
+    g.add_argument("--depth", type=seed_arg, default=20,
                    help="cycles of the bounded equivalence check of each survivor (default 20; 0: no check)")
     g.add_argument("-o", "--out", required=True, type=out_dir_arg,
                    help="output folder: mutate.json and the work files (created; an existing one resumes)")
@@ -80,7 +74,7 @@ def run(args) -> int:
     check_build_dir()
     try:
         toolchain.check_simulator(args.sim)
-    except Exception as e:  # noqa: BLE001 - SimulatorUnavailable and friends: one line
+    except toolchain.SimulatorUnavailable as e:
         raise UsageError(f"--sim {args.sim}: {e}") from None
     try:
         tgt = target(args.block, options, args.test_seed)
