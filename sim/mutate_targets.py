@@ -37,22 +37,36 @@ def _mac(options: dict, seed: int) -> Target:
     cfg = MACConfig(**{"fmt": "bf16", "subnormals": "ftz", "stages": 2, **options})
     base = {"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages, "seed": seed, "gaps": True}
     runs = (
-        TestRun("corner_cases", "verif.tb.mac_tb", {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 0})},
-                testcase="corner_cases"),
-        TestRun("random_macs", "verif.tb.mac_tb",
-                {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 20000, "corners": False})}),
+        TestRun(
+            "corner_cases",
+            "verif.tb.mac_tb",
+            {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 0})},
+            testcase="corner_cases",
+        ),
+        TestRun(
+            "random_macs",
+            "verif.tb.mac_tb",
+            {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 20000, "corners": False})},
+        ),
     )
-    return Target("mac", "mac", _rtlil(lambda: MAC(cfg), "mac"), runs,
-                  config={"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages})
+    return Target(
+        "mac",
+        "mac",
+        _rtlil(lambda: MAC(cfg), "mac"),
+        runs,
+        config={"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages},
+    )
 
 
 def _mxu(options: dict, seed: int) -> Target:
     """The MXU (default 8x8 bf16, 2 stages): ``tests/test_mxu_cocotb.py``'s bench, four tiles of random
-    lengths back to back and with stalls (``test_mxu_tiles``), then the 24 x 40 x 24 GEMM
-    (``test_same_gemm_on_three_shapes``, on this shape)."""
+    lengths back to back and with stalls (``test_mxu_tiles``), the 24 x 40 x 24 GEMM
+    (``test_same_gemm_on_three_shapes``, on this shape), then MAC test vectors in every PE
+    (``test_mxu_tiles``'s ``mac_vectors``)."""
     import numpy as np
 
     from hw.mxu import MXU, MXUConfig
+    from verif.mxu_stim import mxu_probe
 
     cfg = MXUConfig(**{"rows": 8, "cols": 8, **options})
     r = np.random.default_rng(seed)
@@ -62,8 +76,18 @@ def _mxu(options: dict, seed: int) -> Target:
     runs = (
         TestRun("tiles_back_to_back", "verif.tb.mxu_tb", tiles_env, testcase="tiles_back_to_back"),
         TestRun("tiles_with_stalls", "verif.tb.mxu_tb", tiles_env, testcase="tiles_with_stalls"),
-        TestRun("gemm_24x40x24", "verif.tb.mxu_tb",
-                {"MXU_TB_CONFIG": json.dumps({**base, "tiles": [2], "gemm": [24, 40, 24]})}, testcase="gemm"),
+        TestRun(
+            "gemm_24x40x24",
+            "verif.tb.mxu_tb",
+            {"MXU_TB_CONFIG": json.dumps({**base, "tiles": [2], "gemm": [24, 40, 24]})},
+            testcase="gemm",
+        ),
+        TestRun(
+            "mac_vectors",
+            "verif.tb.mxu_tb",
+            {"MXU_TB_CONFIG": json.dumps({**base, "probe": list(mxu_probe(cfg.rows))})},
+            testcase="mac_vectors",
+        ),
     )
     # The whole array in one Amaranth hierarchy (not the PE and row modules of mxu_verilog): its RTLIL
     # keeps every cell's Python line; flattened, a mutation changes one PE of the R x C.
@@ -83,8 +107,10 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     from verif.hbm_sim import traffic_reference
 
     cfg = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8, timing=RAMULATOR2_HBM2)
-    hazards = [{"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
-               {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2}]
+    hazards = [
+        {"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
+        {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2},
+    ]
     same = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
     dense = [{"kind": "random", "count": 1200, "write_p": 0.5, "partial_p": 0.3}]
     # the Amaranth model's runs of the same traffic, as the tests compare them
@@ -93,18 +119,66 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     ref_dense = traffic_reference(cfg, dense, 3, stall_p=0.1, max_cycles=400_000)
     common = {"config": cfg.as_dict(), "max_cycles": 200_000}
     runs = (
-        TestRun("same_cycles_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
-            {**common, "seed": 11, "traffic": same, "gap_p": 0.2, "stall_p": 0.2, "expect_cycles": ref["cycles"],
-             "expect_trace": ref["trace_digest"]})}),
-        TestRun("hazards_and_back_pressure", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
-            {**common, "seed": seed, "traffic": hazards, "gap_p": 0.25, "stall_p": 0.25,
-             "expect_cycles": ref_hazards["cycles"], "expect_trace": ref_hazards["trace_digest"]})}),
-        TestRun("dense_random_same_commands_as_amaranth", "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps(
-            {**common, "max_cycles": 400_000, "seed": 3, "traffic": dense, "gap_p": 0.0, "stall_p": 0.1,
-             "expect_cycles": ref_dense["cycles"], "expect_trace": ref_dense["trace_digest"]})}),
+        TestRun(
+            "same_cycles_as_amaranth",
+            "verif.tb.hbm_tb",
+            {
+                "HBM_TB_CONFIG": json.dumps(
+                    {
+                        **common,
+                        "seed": 11,
+                        "traffic": same,
+                        "gap_p": 0.2,
+                        "stall_p": 0.2,
+                        "expect_cycles": ref["cycles"],
+                        "expect_trace": ref["trace_digest"],
+                    }
+                )
+            },
+        ),
+        TestRun(
+            "hazards_and_back_pressure",
+            "verif.tb.hbm_tb",
+            {
+                "HBM_TB_CONFIG": json.dumps(
+                    {
+                        **common,
+                        "seed": seed,
+                        "traffic": hazards,
+                        "gap_p": 0.25,
+                        "stall_p": 0.25,
+                        "expect_cycles": ref_hazards["cycles"],
+                        "expect_trace": ref_hazards["trace_digest"],
+                    }
+                )
+            },
+        ),
+        TestRun(
+            "dense_random_same_commands_as_amaranth",
+            "verif.tb.hbm_tb",
+            {
+                "HBM_TB_CONFIG": json.dumps(
+                    {
+                        **common,
+                        "max_cycles": 400_000,
+                        "seed": 3,
+                        "traffic": dense,
+                        "gap_p": 0.0,
+                        "stall_p": 0.1,
+                        "expect_cycles": ref_dense["cycles"],
+                        "expect_trace": ref_dense["trace_digest"],
+                    }
+                )
+            },
+        ),
     )
-    return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), runs,
-                  config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2"})
+    return Target(
+        "hbm-channel",
+        "hbm_pc",
+        _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"),
+        runs,
+        config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2"},
+    )
 
 
 #: block name -> (what it is for --help, the option names it takes, the target factory)

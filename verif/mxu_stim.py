@@ -14,18 +14,33 @@ import numpy as np
 
 from verif.golden import matmul, to_format
 
-__all__ = ["as_format", "Tile", "random_tile", "tile_expected", "pack_act", "pack_wgt", "unpack_out", "weight_beats",
-           "act_beats", "gemm_tiles_exact", "pad_value_bits"]
+__all__ = [
+    "as_format",
+    "Tile",
+    "random_tile",
+    "probe_tiles",
+    "mxu_probe",
+    "tile_expected",
+    "pack_act",
+    "pack_wgt",
+    "unpack_out",
+    "weight_beats",
+    "act_beats",
+    "gemm_tiles_exact",
+    "pad_value_bits",
+]
 
 _OP_DTYPE = {"bf16": np.uint16, "fp8_e4m3fn": np.uint8, "fp8_e5m2": np.uint8, "int8": np.uint8}
 _SPECIAL_BF16 = np.array([0x0000, 0x8000, 0x0001, 0x8070, 0x7F80, 0xFF80, 0x7FC0, 0x7F7F, 0x0080], np.uint16)
-_SPECIAL_F32 = np.array([0x00000000, 0x80000000, 0x00000001, 0x7F800000, 0xFF800000, 0x7FC00000,
-                         0x7F7FFFFF, 0x00800000], np.uint32)
+_SPECIAL_F32 = np.array(
+    [0x00000000, 0x80000000, 0x00000001, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F7FFFFF, 0x00800000], np.uint32
+)
 
 
 @dataclass
 class Tile:
     """One weight tile: ``w`` (R, C), ``a`` (M, R), ``c`` (M, C) raw bit patterns."""
+
     w: np.ndarray
     a: np.ndarray
     c: np.ndarray
@@ -58,8 +73,11 @@ def _random_acc(fmt: str, shape, rng, specials: float) -> np.ndarray:
 
 def random_tile(fmt: str, rows: int, cols: int, m: int, rng: np.random.Generator, specials: float = 0.02) -> Tile:
     """A random tile; ``specials`` is the fraction of operands replaced by NaN/inf/subnormal/zero."""
-    return Tile(_random_ops(fmt, (rows, cols), rng, specials), _random_ops(fmt, (m, rows), rng, specials),
-                _random_acc(fmt, (m, cols), rng, specials))
+    return Tile(
+        _random_ops(fmt, (rows, cols), rng, specials),
+        _random_ops(fmt, (m, rows), rng, specials),
+        _random_acc(fmt, (m, cols), rng, specials),
+    )
 
 
 def as_format(bits: np.ndarray, fmt: str) -> np.ndarray:
@@ -141,5 +159,74 @@ def gemm_tiles_exact(fmt: str, a: np.ndarray, b: np.ndarray, rows: int, cols: in
     a_full[:, :k] = a
     b_full = np.full((kb_n * rows, nb_n * cols), w_pad, dtype=dt)
     b_full[:k, :n] = b
-    return [[(b_full[kb * rows:(kb + 1) * rows, nb * cols:(nb + 1) * cols], a_full[:, kb * rows:(kb + 1) * rows])
-             for nb in range(nb_n)] for kb in range(kb_n)]
+    return [
+        [
+            (b_full[kb * rows : (kb + 1) * rows, nb * cols : (nb + 1) * cols], a_full[:, kb * rows : (kb + 1) * rows])
+            for nb in range(nb_n)
+        ]
+        for kb in range(kb_n)
+    ]
+
+
+def _decode(bits: np.ndarray, fmt: str) -> np.ndarray:
+    """Operand bit patterns -> float64 values (bf16 or fp8)."""
+    return as_format(bits, fmt).astype(np.float64)
+
+
+def probe_tiles(fmt: str, rows: int, cols: int, beats: int, count: int, rng: np.random.Generator) -> list[Tile]:
+    """``count`` tiles that put MAC test vectors into single PEs of the array.
+
+    Tile t makes row ``p = t mod R`` the probe: row p's weights and every beat's row-p activation
+    and partial-sum inputs are MAC stimulus, and every other row holds the padding of
+    :func:`pad_value_bits` (weight +0, activation -0), whose product -0 leaves a partial sum
+    unchanged. So PE (p, c) computes ``c_in + a * w`` on the operands below, not on sums of
+    ordinary numbers, and its result reaches the output unchanged (the golden model computes the
+    whole chain, so nothing relies on that). Over R consecutive tiles every PE gets ``beats`` beats.
+
+    Operands (``beats`` activations per tile, C weights): 40 % from
+    :func:`verif.vectors.special_operands`, the rest from :func:`verif.vectors.random_vectors`
+    (every distribution). Partial sums (``beats`` x C): 20 % special values, 25 % (floats) the
+    negated product rounded to fp32 and moved by -3..3 ulps (massive cancellation, ties, sticky
+    bits), 15 % (floats) the product's magnitude scaled by 2**-30..2**30 with random low bits
+    (aligned adds), the rest from the random distributions.
+
+    Returns: tiles with ``w`` (R, C), ``a`` (beats, R), ``c`` (beats, C) bit patterns.
+    """
+    from verif.vectors import random_vectors, special_accumulators, special_operands
+
+    a_pad, w_pad = pad_value_bits(fmt)
+    ops, accs = special_operands(fmt), special_accumulators(fmt)
+    dt = _OP_DTYPE[fmt]
+    tiles = []
+    for t in range(count):
+        p = t % rows
+        ra, rb, rc = random_vectors(fmt, beats * cols + cols + beats, rng)
+        w_p = np.where(rng.random(cols) < 0.4, rng.choice(ops, cols), rb[:cols]).astype(dt)
+        a_p = np.where(rng.random(beats) < 0.4, rng.choice(ops, beats), ra[:beats]).astype(dt)
+        c = rc[: beats * cols].reshape(beats, cols).copy()
+        kind = rng.random((beats, cols))
+        c = np.where(kind < 0.2, rng.choice(accs, (beats, cols)), c).astype(np.uint32)
+        if fmt != "int8":
+            with np.errstate(all="ignore"):
+                prod = np.outer(_decode(a_p, fmt), _decode(w_p, fmt))
+                cancel = (-prod).astype(np.float32).view(np.uint32).astype(np.int64)
+                cancel = (cancel + rng.integers(-3, 4, (beats, cols))).astype(np.uint32)
+                mag = (
+                    np.abs(prod) * 2.0 ** rng.integers(-30, 31, (beats, cols)) * rng.choice([-1.0, 1.0], (beats, cols))
+                )
+                mag = mag.astype(np.float32).view(np.uint32) ^ rng.integers(0, 1 << 16, (beats, cols), dtype=np.uint32)
+            c = np.where((kind >= 0.2) & (kind < 0.45), cancel, c)
+            c = np.where((kind >= 0.45) & (kind < 0.6), mag, c).astype(np.uint32)
+        w = np.full((rows, cols), w_pad, dtype=dt)
+        w[p] = w_p
+        a = np.full((beats, rows), a_pad, dtype=dt)
+        a[:, p] = a_p
+        tiles.append(Tile(w, a, c))
+    return tiles
+
+
+def mxu_probe(rows: int, simulator: str = "verilator") -> tuple[int, int]:
+    """(beats, tiles) of the ``mac_vectors`` test for an array of ``rows`` rows: 8 tiles of 256
+    beats per row under Verilator (every PE computes 2,048 MAC test vectors, about 2 s on 8x8), one
+    tile of 32 beats per row under Icarus (about 20 times slower per cycle)."""
+    return (256, 8 * rows) if simulator == "verilator" else (32, rows)

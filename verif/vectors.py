@@ -10,25 +10,75 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DISTRIBUTIONS", "random_vectors", "corner_vectors", "expected_bits", "pack_inputs"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "random_vectors",
+    "corner_vectors",
+    "special_operands",
+    "special_accumulators",
+    "expected_bits",
+    "pack_inputs",
+]
 
 _F32_SPECIALS = [
-    0x00000000, 0x80000000,            # +-0
-    0x00000001, 0x80000001,            # smallest subnormals
-    0x007FFFFF, 0x807FFFFF,            # largest subnormals
-    0x00800000, 0x80800000,            # smallest normals
-    0x00800001, 0x00FFFFFF,
-    0x7F7FFFFF, 0xFF7FFFFF,            # largest normals
-    0x7F800000, 0xFF800000,            # +-inf
-    0x7FC00000, 0xFFC00000,            # quiet NaN
-    0x7F800001, 0x7FA00000,            # signalling NaN
-    0x3F800000, 0xBF800000,            # +-1
-    0x3F800001, 0x3F7FFFFF, 0x33800000, 0x34000000, 0x4B800000, 0xCB800000,
+    0x00000000,
+    0x80000000,  # +-0
+    0x00000001,
+    0x80000001,  # smallest subnormals
+    0x007FFFFF,
+    0x807FFFFF,  # largest subnormals
+    0x00800000,
+    0x80800000,  # smallest normals
+    0x00800001,
+    0x00FFFFFF,
+    0x7F7FFFFF,
+    0xFF7FFFFF,  # largest normals
+    0x7F800000,
+    0xFF800000,  # +-inf
+    0x7FC00000,
+    0xFFC00000,  # quiet NaN
+    0x7F800001,
+    0x7FA00000,  # signalling NaN
+    0x3F800000,
+    0xBF800000,  # +-1
+    0x3F800001,
+    0x3F7FFFFF,
+    0x33800000,
+    0x34000000,
+    0x4B800000,
+    0xCB800000,
 ]
 _BF16_SPECIALS = [
-    0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x807F, 0x0080, 0x8080, 0x0081, 0x00FF,
-    0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0x7FA0,
-    0x3F80, 0xBF80, 0x3F81, 0x3FFF, 0x4000, 0x3F00, 0x3F01, 0x3B80, 0x3400, 0x1F80, 0x2000, 0x5F80,
+    0x0000,
+    0x8000,
+    0x0001,
+    0x8001,
+    0x007F,
+    0x807F,
+    0x0080,
+    0x8080,
+    0x0081,
+    0x00FF,
+    0x7F7F,
+    0xFF7F,
+    0x7F80,
+    0xFF80,
+    0x7FC0,
+    0xFFC0,
+    0x7F81,
+    0x7FA0,
+    0x3F80,
+    0xBF80,
+    0x3F81,
+    0x3FFF,
+    0x4000,
+    0x3F00,
+    0x3F01,
+    0x3B80,
+    0x3400,
+    0x1F80,
+    0x2000,
+    0x5F80,
 ]
 
 
@@ -45,8 +95,9 @@ def _bf16_rand_exp(rng, n, exps):
 
 def _fp32_rand_exp(rng, n, exps):
     e = rng.choice(np.asarray(exps, dtype=np.uint32), n)
-    return ((rng.integers(0, 2, n, dtype=np.uint32) << 31) | (e << 23)
-            | rng.integers(0, 1 << 23, n, dtype=np.uint32)).astype(np.uint32)
+    return (
+        (rng.integers(0, 2, n, dtype=np.uint32) << 31) | (e << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    ).astype(np.uint32)
 
 
 def _near_cancel(rng, n):
@@ -81,8 +132,11 @@ def _exp_boundaries(rng, n):
 
 
 def _uniform(rng, n):
-    return (rng.integers(0, 1 << 16, n, dtype=np.uint16), rng.integers(0, 1 << 16, n, dtype=np.uint16),
-            rng.integers(0, 1 << 32, n, dtype=np.uint32))
+    return (
+        rng.integers(0, 1 << 16, n, dtype=np.uint16),
+        rng.integers(0, 1 << 16, n, dtype=np.uint16),
+        rng.integers(0, 1 << 32, n, dtype=np.uint32),
+    )
 
 
 def _near_magnitude(rng, n):
@@ -126,8 +180,11 @@ def random_vectors(fmt: str, n: int, rng: np.random.Generator, distribution: str
         a = rng.integers(0, 256, n, dtype=np.uint16).astype(np.uint8)
         b = rng.integers(0, 256, n, dtype=np.uint16).astype(np.uint8)
         edge = np.array([0x7FFFFFFF, 0x80000000, 0x7FFF8000, 0x80007FFF, 0, 0xFFFFFFFF], dtype=np.uint32)
-        c = np.where(rng.integers(0, 2, n) == 1, rng.choice(edge, n) + rng.integers(0, 1 << 14, n, dtype=np.uint32),
-                     rng.integers(0, 1 << 32, n, dtype=np.uint32)).astype(np.uint32)
+        c = np.where(
+            rng.integers(0, 2, n) == 1,
+            rng.choice(edge, n) + rng.integers(0, 1 << 14, n, dtype=np.uint32),
+            rng.integers(0, 1 << 32, n, dtype=np.uint32),
+        ).astype(np.uint32)
         return a, b, c
     names = [distribution] if distribution else list(DISTRIBUTIONS)
     parts = []
@@ -168,6 +225,46 @@ def _nan_payloads(fmt: str):
     return np.array(a, dtype=dtype), np.array(b, dtype=dtype), np.array(c, dtype=np.uint32)
 
 
+_INT8_SPECIALS = [0, 1, 0x7F, 0x80, 0x81, 0xFF, 2, 0xFE]
+_INT32_SPECIALS = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7FFFC000, 0x80003FFF]
+_FP8_SPECIALS = [
+    0x00,
+    0x80,
+    0x01,
+    0x81,
+    0x07,
+    0x08,
+    0x38,
+    0xB8,
+    0x7E,
+    0xFE,
+    0x7F,
+    0xFF,
+    0x7C,
+    0xFC,
+    0x7D,
+    0x3C,
+    0x04,
+    0x03,
+]
+
+
+def special_operands(fmt: str) -> np.ndarray:
+    """The special multiplier operands of ``fmt`` (bit patterns: uint16 bf16, uint8 otherwise): +-0,
+    subnormals, min/max normal, +-inf, quiet and signalling NaN, values around 1.0 (int8: 0, +-1,
+    the extremes)."""
+    if fmt == "int8":
+        return np.array(_INT8_SPECIALS, dtype=np.uint8)
+    if fmt == "bf16":
+        return np.array(_BF16_SPECIALS, dtype=np.uint16)
+    return np.array(_FP8_SPECIALS, dtype=np.uint8)
+
+
+def special_accumulators(fmt: str) -> np.ndarray:
+    """The special accumulator values (uint32 bit patterns of fp32, or int32 for int8)."""
+    return np.array(_INT32_SPECIALS if fmt == "int8" else _F32_SPECIALS, dtype=np.uint32)
+
+
 def corner_vectors(fmt: str):
     """Every pairing of the special operand values (a x b x c), plus fixed hard cases.
 
@@ -175,17 +272,10 @@ def corner_vectors(fmt: str):
     with each single mantissa bit, inf*0, inf-inf, ties to even both ways, sticky bits, massive
     cancellation, product overflow and underflow, and results at the normal/subnormal boundary.
     """
+    ops, accs = special_operands(fmt), special_accumulators(fmt)
     if fmt == "int8":
-        vals8 = np.array([0, 1, 0x7F, 0x80, 0x81, 0xFF, 2, 0xFE], dtype=np.uint8)
-        vals32 = np.array([0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7FFFC000, 0x80003FFF], dtype=np.uint32)
-        a, b, c = np.meshgrid(vals8, vals8, vals32, indexing="ij")
+        a, b, c = np.meshgrid(ops, ops, accs, indexing="ij")
         return a.ravel(), b.ravel(), c.ravel()
-    if fmt == "bf16":
-        ops = np.array(_BF16_SPECIALS, dtype=np.uint16)
-    else:
-        ops = np.array([0x00, 0x80, 0x01, 0x81, 0x07, 0x08, 0x38, 0xB8, 0x7E, 0xFE, 0x7F, 0xFF,
-                        0x7C, 0xFC, 0x7D, 0x3C, 0x04, 0x03], dtype=np.uint8)
-    accs = np.array(_F32_SPECIALS, dtype=np.uint32)
     a, b, c = np.meshgrid(ops, ops, accs, indexing="ij")
     a, b, c = a.ravel(), b.ravel(), c.ravel()
     a, b, c = (np.concatenate(x) for x in zip((a, b, c), _nan_payloads(fmt)))
@@ -224,9 +314,13 @@ def corner_vectors(fmt: str):
 def expected_bits(fmt: str, subnormals: str, a, b, c) -> np.ndarray:
     """Golden result bits (uint32) for operand bit patterns, via :mod:`verif.golden`."""
     from verif.golden import fp8_to_bf16, int8_mac, mac
+
     if fmt == "int8":
-        return int8_mac(np.asarray(c, np.uint32).view(np.int32), np.asarray(a, np.uint8).view(np.int8),
-                        np.asarray(b, np.uint8).view(np.int8)).view(np.uint32)
+        return int8_mac(
+            np.asarray(c, np.uint32).view(np.int32),
+            np.asarray(a, np.uint8).view(np.int8),
+            np.asarray(b, np.uint8).view(np.int8),
+        ).view(np.uint32)
     if fmt == "bf16":
         av = np.asarray(a, np.uint16).view(ml_dtypes.bfloat16)
         bv = np.asarray(b, np.uint16).view(ml_dtypes.bfloat16)

@@ -2,8 +2,9 @@
 
 ``MXU_TB_CONFIG`` (JSON) holds the :class:`hw.mxu.MXUConfig` fields plus ``seed``, ``tiles`` (a list
 of activation-beat counts M_t, one per weight tile), ``specials`` (fraction of NaN/inf/subnormal/zero
-operands) and optionally ``gemm`` = [M, K, N]. ``MXU_TB_REPORT`` (optional) names a ``.npz`` file
-where the GEMM test stores its result bits, so a pytest can compare array shapes.
+operands), optionally ``gemm`` = [M, K, N] and ``probe`` = [beats, tiles]. ``MXU_TB_REPORT``
+(optional) names a ``.npz`` file where the GEMM test stores its result bits, so a pytest can compare
+array shapes.
 
 Tests:
 
@@ -12,6 +13,10 @@ Tests:
   cycle model (:func:`verif.cycles.mxu_schedule`) predicts.
 * ``tiles_with_stalls``: random gaps on both input streams and random back-pressure: bit-exact,
   nothing lost or reordered, stalled outputs stable.
+* ``mac_vectors``: MAC test vectors (special operands, cancellation, ties, aligned adds) put into
+  single PEs by :func:`verif.mxu_stim.probe_tiles`, every row in turn, back to back: the PE
+  datapath of every PE meets the stimulus of the MAC's own regression, not only sums of ordinary
+  numbers; bit-exact.
 * ``gemm``: an M x K x N GEMM split into padded tiles, K blocks chained through the partial-sum
   input, compared with the golden GEMM.
 """
@@ -35,6 +40,7 @@ from verif.mxu_stim import (
     gemm_tiles_exact,
     pack_act,
     pack_wgt,
+    probe_tiles,
     random_tile,
     tile_expected,
     weight_beats,
@@ -47,6 +53,7 @@ SEED = int(CFG.get("seed", 1))
 TILES = [int(x) for x in CFG.get("tiles", [3, 5])]
 SPECIALS = float(CFG.get("specials", 0.03))
 GEMM = CFG.get("gemm")
+PROBE = CFG.get("probe")
 REPORT = os.environ.get("MXU_TB_REPORT")
 SWAP_BIT = R * (16 if FMT == "bf16" else 8) + 32 * C
 
@@ -79,8 +86,13 @@ async def _run(dut, drv: MXUDriver, limit: int) -> None:
         dut.out__ready.value = d.out_ready
         await ReadOnly()
         out_valid = int(dut.out__valid.value)
-        drv.observe(cycle, int(dut.wgt__ready.value), int(dut.act__ready.value), out_valid,
-                    int(dut.out__payload.value.to_unsigned()) if out_valid else 0)
+        drv.observe(
+            cycle,
+            int(dut.wgt__ready.value),
+            int(dut.act__ready.value),
+            out_valid,
+            int(dut.out__payload.value.to_unsigned()) if out_valid else 0,
+        )
         cycle += 1
 
 
@@ -102,14 +114,19 @@ async def tiles_back_to_back(dut):
     dut._log.info(f"seed={SEED} {R}x{C} {FMT}/{SUB} stages={L} tiles={TILES}")
     rng = np.random.default_rng(SEED)
     tiles = _tiles(rng)
-    drv = MXUDriver(C, [b for t in tiles for b in weight_beats(FMT, t)], [b for t in tiles for b in act_beats(FMT, t)],
-                    swap_bit=SWAP_BIT)
+    drv = MXUDriver(
+        C,
+        [b for t in tiles for b in weight_beats(FMT, t)],
+        [b for t in tiles for b in act_beats(FMT, t)],
+        swap_bit=SWAP_BIT,
+    )
     await _reset(dut)
     sched = mxu_schedule(R, C, L, TILES)
     await _run(dut, drv, sched.total_cycles + 100)
     _check(dut, drv.results(), np.concatenate([tile_expected(t, FMT, SUB) for t in tiles]), "back-to-back")
     assert drv.output_cycles == sched.output_cycles, (
-        f"output cycles {drv.output_cycles} differ from the cycle model {sched.output_cycles}")
+        f"output cycles {drv.output_cycles} differ from the cycle model {sched.output_cycles}"
+    )
     assert drv.act_cycles == sched.act_cycles(), "activation accept cycles differ from the cycle model"
     assert drv.wgt_cycles == sched.weight_cycles(R), "weight accept cycles differ from the cycle model"
     dut._log.info(f"{sum(TILES)} beats in {sched.total_cycles} cycles, model == RTL")
@@ -120,12 +137,34 @@ async def tiles_with_stalls(dut):
     """Random input gaps and output back-pressure: still bit-exact, in order, stalls hold."""
     rng = np.random.default_rng(SEED + 1)
     tiles = _tiles(rng)
-    drv = MXUDriver(C, [b for t in tiles for b in weight_beats(FMT, t)],
-                    [b for t in tiles for b in act_beats(FMT, t)], rng=np.random.default_rng(SEED + 2),
-                    swap_bit=SWAP_BIT)
+    drv = MXUDriver(
+        C,
+        [b for t in tiles for b in weight_beats(FMT, t)],
+        [b for t in tiles for b in act_beats(FMT, t)],
+        rng=np.random.default_rng(SEED + 2),
+        swap_bit=SWAP_BIT,
+    )
     await _reset(dut)
     await _run(dut, drv, 20 * mxu_schedule(R, C, L, TILES).total_cycles + 200)
     _check(dut, drv.results(), np.concatenate([tile_expected(t, FMT, SUB) for t in tiles]), "stalls")
+
+
+@cocotb.test(skip=PROBE is None)
+async def mac_vectors(dut):
+    """MAC stimulus in one PE row per tile (every row in turn): bit-exact, back to back."""
+    beats, count = PROBE
+    rng = np.random.default_rng(SEED + 4)
+    tiles = probe_tiles(FMT, R, C, int(beats), int(count), rng)
+    drv = MXUDriver(
+        C,
+        [b for t in tiles for b in weight_beats(FMT, t)],
+        [b for t in tiles for b in act_beats(FMT, t)],
+        swap_bit=SWAP_BIT,
+    )
+    await _reset(dut)
+    await _run(dut, drv, mxu_schedule(R, C, L, [int(beats)] * int(count)).total_cycles + 100)
+    _check(dut, drv.results(), np.concatenate([tile_expected(t, FMT, SUB) for t in tiles]), "mac vectors")
+    dut._log.info(f"seed={SEED} {count} probe tiles x {beats} beats: {count * beats * C} MACs in probe PEs")
 
 
 @cocotb.test(skip=GEMM is None)
@@ -135,20 +174,21 @@ async def gemm(dut):
     rng = np.random.default_rng(SEED + 3)
     a = random_tile(FMT, k, n, m, rng, SPECIALS)  # a: (m, k), w: (k, n), c: (m, n)
     blocks = gemm_tiles_exact(FMT, a.a, a.w, R, C)
-    acc = [a.c[:, nb * C:(nb + 1) * C] for nb in range(len(blocks[0]))]
+    acc = [a.c[:, nb * C : (nb + 1) * C] for nb in range(len(blocks[0]))]
     await _reset(dut)
     for kb, row in enumerate(blocks):
         wbeats, abeats = [], []
         for nb, (w_tile, a_tile) in enumerate(row):
             c_in = np.zeros((m, C), dtype=np.uint32)
-            c_in[:, :acc[nb].shape[1]] = acc[nb]
+            c_in[:, : acc[nb].shape[1]] = acc[nb]
             wbeats += [pack_wgt(FMT, w_tile[r]) for r in range(R - 1, -1, -1)]
             abeats += [pack_act(FMT, R, C, a_tile[i], c_in[i], i == 0) for i in range(m)]
-        drv = MXUDriver(C, wbeats, abeats, rng=np.random.default_rng(SEED + 10 + kb), gap_p=0.1, stall_p=0.1,
-                        swap_bit=SWAP_BIT)
+        drv = MXUDriver(
+            C, wbeats, abeats, rng=np.random.default_rng(SEED + 10 + kb), gap_p=0.1, stall_p=0.1, swap_bit=SWAP_BIT
+        )
         await _run(dut, drv, 50 * len(abeats) + 50 * R * len(row) + 1000)
         res = drv.results()
-        acc = [res[nb * m:(nb + 1) * m, :min(C, n - nb * C)] for nb in range(len(row))]
+        acc = [res[nb * m : (nb + 1) * m, : min(C, n - nb * C)] for nb in range(len(row))]
         await FallingEdge(dut.clk)
     got = np.concatenate(acc, axis=1)
     acc_view = a.c.view(np.int32) if FMT == "int8" else a.c.view(np.float32)
