@@ -27,6 +27,7 @@ CAMPAIGNS: dict[str, tuple[str, dict]] = {
     "mac-bf16": ("mac", {"fmt": "bf16", "subnormals": "ftz", "stages": 2}),
     "mac-bf16-ieee": ("mac", {"fmt": "bf16", "subnormals": "ieee", "stages": 2}),
     "mac-int8": ("mac", {"fmt": "int8", "stages": 2}),
+    "pe-bf16": ("pe", {"fmt": "bf16", "subnormals": "ftz", "stages": 2}),
     "mxu-8x8-bf16": ("mxu", {"rows": 8, "cols": 8, "fmt": "bf16", "stages": 2}),
     "hbm-channel": ("hbm-channel", {}),
 }

@@ -69,6 +69,46 @@ def _pair(design: str, top: str, mutation: str) -> str:
             f"mutate {mutation}\nrename {top} gate\n")
 
 
+def _top_ports(prepped: Path, top: str) -> list[tuple[str, str, int]]:
+    """(name, "input"/"output", width) of module ``top``'s ports in the RTLIL file ``prepped``."""
+    ports, inside = [], False
+    for line in prepped.read_text().splitlines():
+        words = line.split()
+        if words[:2] == ["module", f"\\{top}"]:
+            inside = True
+        elif inside and words[:1] == ["end"]:
+            break
+        elif inside and words[:1] == ["wire"] and ("input" in words or "output" in words):
+            width = int(words[words.index("width") + 1]) if "width" in words else 1
+            ports.append((words[-1].lstrip("\\"), "input" if "input" in words else "output", width))
+    return ports
+
+
+def _stream_views(prepped: Path, top: str) -> str:
+    """Verilog modules ``gold_view`` and ``gate_view``: ``gold`` and ``gate`` with the ports of
+    ``top``, each output ``X__payload`` shown as 0 while its ``X__valid`` is low. A stream's payload
+    means nothing without valid (``amaranth.lib.stream``), and no testbench may read it then: a
+    mutant that changes only such payloads behaves like the original."""
+    ports = _top_ports(prepped, top)
+    outputs = {n for n, d, _ in ports if d == "output"}
+    text = []
+    for copy in ("gold", "gate"):
+        decl = ",\n".join(f"  {d} [{w - 1}:0] {n}" for n, d, w in ports)
+        body = [f"  wire [{w - 1}:0] {n}_raw;" for n, d, w in ports if d == "output"]
+        conns = ", ".join(f".{n}({n}_raw)" if d == "output" else f".{n}({n})" for n, d, _ in ports)
+        body.append(f"  {copy} dut ({conns});")
+        for n, d, w in ports:
+            if d != "output":
+                continue
+            valid = n[: -len("payload")] + "valid" if n.endswith("__payload") else None
+            if valid in outputs:
+                body.append(f"  assign {n} = {valid}_raw ? {n}_raw : {w}'d0;")
+            else:
+                body.append(f"  assign {n} = {n}_raw;")
+        text.append(f"module {copy}_view (\n{decl}\n);\n" + "\n".join(body) + "\nendmodule\n")
+    return "\n".join(text)
+
+
 #: the two sets of wires matched between original and mutant in :func:`equivalent`'s proofs: every
 #: named wire; only ports and register outputs (for a mutant whose change is masked before a register)
 _MATCH = {
@@ -91,7 +131,8 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     2. The same with only ports and register outputs paired (a change masked before the next
        register leaves no named wire different).
     3. A bounded model check of the miter (``miter -equiv``: the same inputs, ``rst`` included, into
-       both; an assertion that every output is equal) with SymbiYosys and Yices to ``depth`` cycles
+       both, both starting from the same state; an assertion that every output is equal, a stream's
+       payload only while its valid is high) with SymbiYosys and Yices to ``depth`` cycles
        from the initial state, at most ``bmc_timeout_s`` seconds: a failed assertion is a
        distinguishing input sequence (the trace is in ``work``).
 
@@ -105,16 +146,22 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     design = os.path.relpath(prepped.resolve(), work.resolve())
     seq = max(1, depth)
     for name, match in _MATCH.items():
-        rc, out = _yosys(work, f"equiv_{name}", _pair(design, top, mutation) + match
+        # equiv_make takes no memories: they become registers and logic first
+        rc, out = _yosys(work, f"equiv_{name}", _pair(design, top, mutation) + "memory\n" + match
                          + "equiv_make gold gate equiv\nhierarchy -top equiv\nasync2sync\n"
                          f"equiv_simple -seq {seq}\nequiv_induct -seq {seq}\nequiv_status\n", bmc_timeout_s)
         if rc == 0 and "Equivalence successfully proven!" in out:
             return True, f"proven equivalent (Yosys equiv_simple/equiv_induct -seq {seq}, {name} wires paired)"
     if depth < 1:
         return None, "not proven equivalent"
+    (work / "views.v").write_text(_stream_views(prepped, top))
+    # Both copies start from one state: registers that Amaranth gives no initial value (a memory's
+    # read register, split out by memory_nordff) start at 0 in both, as in Verilator, instead of
+    # at two independent arbitrary values, which would tell the copies apart at cycle 0.
     rc, _ = _yosys(work, "miter", _pair(design, top, mutation)
-                   + "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\nhierarchy -top miter\n"
-                   "write_rtlil miter.il\n")
+                   + "memory_nordff\nsetundef -zero -undriven -init\nread_verilog views.v\n"
+                   "miter -equiv -flatten -make_assert -ignore_gold_x gold_view gate_view miter\n"
+                   "hierarchy -top miter\nwrite_rtlil miter.il\n")
     if rc != 0:
         return None, f"the miter did not build (see {work / 'miter.log'})"
     sby = (f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"

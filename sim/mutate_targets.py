@@ -58,6 +58,25 @@ def _mac(options: dict, seed: int) -> Target:
     )
 
 
+def _pe(options: dict, seed: int) -> Target:
+    """One PE (default bf16, FTZ, 2 stages): ``tests/test_pe_cocotb.py::test_pe``'s bench, every MAC
+    corner vector with its weight streamed through the weight registers, then 20,000 random MACs
+    under random strobes and random cycles with ``en`` low, every output checked every cycle."""
+    from hw.pe import PE, PEConfig
+
+    cfg = PEConfig(**{"fmt": "bf16", "subnormals": "ftz", "stages": 2, **options})
+    base = {"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages, "seed": seed}
+    runs = (
+        TestRun("corner_cases", "verif.tb.pe_tb", {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 0})},
+                testcase="corner_cases"),
+        TestRun("random_macs", "verif.tb.pe_tb",
+                {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 20000, "corners": False})},
+                testcase="random_macs"),
+    )
+    return Target("pe", "pe", _rtlil(lambda: PE(cfg), "pe"), runs,
+                  config={"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages})
+
+
 def _mxu(options: dict, seed: int) -> Target:
     """The MXU (default 8x8 bf16, 2 stages): ``tests/test_mxu_cocotb.py``'s bench, four tiles of random
     lengths back to back and with stalls (``test_mxu_tiles``), the 24 x 40 x 24 GEMM
@@ -85,7 +104,7 @@ def _mxu(options: dict, seed: int) -> Target:
         TestRun(
             "mac_vectors",
             "verif.tb.mxu_tb",
-            {"MXU_TB_CONFIG": json.dumps({**base, "probe": list(mxu_probe(cfg.rows))})},
+            {"MXU_TB_CONFIG": json.dumps({**base, "probe": list(mxu_probe())})},
             testcase="mac_vectors",
         ),
     )
@@ -184,6 +203,7 @@ def _hbm_channel(options: dict, seed: int) -> Target:
 #: block name -> (what it is for --help, the option names it takes, the target factory)
 BLOCKS: dict[str, tuple[str, tuple[str, ...], Callable[[dict, int], Target]]] = {
     "mac": ("one MAC (multiply, fp32 add)", ("fmt", "subnormals", "stages"), _mac),
+    "pe": ("one PE (weight registers and MAC)", ("fmt", "subnormals", "stages"), _pe),
     "mxu": ("the systolic array (default 8x8)", ("rows", "cols", "fmt", "subnormals", "stages"), _mxu),
     "hbm-channel": ("one HBM2 pseudo-channel controller (small geometry, queue 8)", (), _hbm_channel),
 }

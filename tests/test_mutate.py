@@ -77,17 +77,21 @@ def absorb(tmp_path_factory) -> Path:
     return mutate.prepare(tgt, work)
 
 
-def _rtlil_text(component) -> str:
+def _rtlil_text(component, name: str = "absorb") -> str:
     from amaranth.back import rtlil
 
     os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
-    return rtlil.convert(component, name="absorb", emit_src=True)
+    return rtlil.convert(component, name=name, emit_src=True)
 
 
 def _cell(prepped: Path, kind: str) -> str:
-    """The name of the one cell of type ``kind`` in the design."""
+    """The name of the one cell of type ``kind`` in the design (a register's reset mux aside)."""
     text = prepped.read_text()
-    names = [line.split()[2] for line in text.splitlines() if line.strip().startswith(f"cell {kind} ")]
+    names = [
+        line.split()[2]
+        for line in text.splitlines()
+        if line.strip().startswith(f"cell {kind} ") and "procmux" not in line
+    ]  # not a reset's mux
     assert len(names) == 1, names
     return names[0]
 
@@ -102,6 +106,49 @@ def test_equivalence_proves_a_masked_mutant_and_refutes_a_real_one(absorb, tmp_p
     # no bounded check asked for: an unproven mutant stays undecided
     eq, how = formal.equivalent(absorb, "absorb", real, 0, tmp_path / "real0")
     assert eq is None
+
+
+@pytest.fixture(scope="module")
+def mem_stream(tmp_path_factory) -> Path:
+    """A stream whose payload is a memory's read register (Amaranth gives it no initial value) while
+    valid, and other logic (an XOR) while not valid; valid is high from the first cycle."""
+    from amaranth.hdl import Module, Mux, Signal
+    from amaranth.lib import stream, wiring
+    from amaranth.lib.memory import Memory
+    from amaranth.lib.wiring import In, Out
+
+    class MemStream(wiring.Component):
+        def __init__(self):
+            super().__init__({"addr": In(2), "hide": In(1), "o": Out(stream.Signature(8))})
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.mem = mem = Memory(shape=8, depth=4, init=[1, 2, 3, 4])
+            rd = mem.read_port()
+            valid = Signal(init=1)
+            m.d.sync += valid.eq(~self.hide)
+            m.d.comb += [
+                rd.addr.eq(self.addr),
+                self.o.valid.eq(valid),
+                self.o.payload.eq(Mux(valid, rd.data, self.addr + self.hide)),
+            ]
+            return m
+
+    work = tmp_path_factory.mktemp("mem_stream")
+    tgt = mutate.Target("mem_stream", "mem_stream", lambda: ("rtlil", _rtlil_text(MemStream(), "mem_stream")), ())
+    return mutate.prepare(tgt, work)
+
+
+def test_equivalence_starts_both_copies_alike_and_ignores_payload_without_valid(mem_stream, tmp_path):
+    """Regression: the bounded check gave the two copies' memory read registers independent initial
+    values and compared payloads while valid was low, so it 'refuted' mutants that change nothing
+    a testbench can see (e.g. a constant bit forced to its own value in the 8x8 MXU)."""
+    hidden = f"-mode const1 -module mem_stream -cell {_cell(mem_stream, '$add')} -port Y -portbit 0"
+    eq, how = formal.equivalent(mem_stream, "mem_stream", hidden, 6, tmp_path / "hidden")
+    assert eq is True, how
+    shown = f"-mode const1 -module mem_stream -cell {_cell(mem_stream, '$mux')} -port Y -portbit 0"
+    eq, how = formal.equivalent(mem_stream, "mem_stream", shown, 6, tmp_path / "shown")
+    assert eq is False and "tells it apart" in how, how
 
 
 def test_each_mutation_list_gets_its_own_build_and_each_design_its_own_work(absorb):

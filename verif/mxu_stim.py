@@ -173,37 +173,54 @@ def _decode(bits: np.ndarray, fmt: str) -> np.ndarray:
     return as_format(bits, fmt).astype(np.float64)
 
 
-def probe_tiles(fmt: str, rows: int, cols: int, beats: int, count: int, rng: np.random.Generator) -> list[Tile]:
-    """``count`` tiles that put MAC test vectors into single PEs of the array.
+def probe_lengths(rows: int, cols: int, per_row: int, long: int, rng: np.random.Generator) -> list[int]:
+    """Activation beats of ``per_row * rows`` probe tiles: every other tile ``long`` beats, the others
+    1 .. 3R + C + 3 at random (short tiles make swaps wait for the weight load and the commit gap,
+    as in ``tiles_back_to_back``)."""
+    return [long if (t // rows) % 2 else int(rng.integers(1, 3 * rows + cols + 4)) for t in range(per_row * rows)]
+
+
+def probe_tiles(fmt: str, rows: int, cols: int, lengths: list[int], rng: np.random.Generator) -> list[Tile]:
+    """Tiles that put MAC test vectors into single PEs of the array, one tile per entry of
+    ``lengths`` (its activation beats).
 
     Tile t makes row ``p = t mod R`` the probe: row p's weights and every beat's row-p activation
     and partial-sum inputs are MAC stimulus, and every other row holds the padding of
     :func:`pad_value_bits` (weight +0, activation -0), whose product -0 leaves a partial sum
     unchanged. So PE (p, c) computes ``c_in + a * w`` on the operands below, not on sums of
     ordinary numbers, and its result reaches the output unchanged (the golden model computes the
-    whole chain, so nothing relies on that). Over R consecutive tiles every PE gets ``beats`` beats.
+    whole chain, so nothing relies on that).
 
-    Operands (``beats`` activations per tile, C weights): 40 % from
-    :func:`verif.vectors.special_operands`, the rest from :func:`verif.vectors.random_vectors`
-    (every distribution). Partial sums (``beats`` x C): 20 % special values, 25 % (floats) the
-    negated product rounded to fp32 and moved by -3..3 ulps (massive cancellation, ties, sticky
-    bits), 15 % (floats) the product's magnitude scaled by 2**-30..2**30 with random low bits
-    (aligned adds), the rest from the random distributions.
+    Operands, with k = t div R the tile's number among its row's probes and S the special operands
+    of :func:`verif.vectors.special_operands`: for even k, column c's weight is S[(k/2 + c) mod |S|]
+    (over 2|S| probes every PE holds every special weight) and beat i's activation S[(i + k/2) mod
+    |S|] for i < |S|, random after; for odd k, 40 % of weights and activations are drawn from S, the
+    rest from :func:`verif.vectors.random_vectors` (every distribution). Partial sums: 20 % special
+    values, 25 % (floats) the negated product rounded to fp32 and moved by -3..3 ulps (massive
+    cancellation, ties, sticky bits), 15 % (floats) the product's magnitude scaled by 2**-30..2**30
+    with random low bits (aligned adds), the rest random.
 
-    Returns: tiles with ``w`` (R, C), ``a`` (beats, R), ``c`` (beats, C) bit patterns.
+    Returns: tiles with ``w`` (R, C), ``a`` (M_t, R), ``c`` (M_t, C) bit patterns.
     """
     from verif.vectors import random_vectors, special_accumulators, special_operands
 
     a_pad, w_pad = pad_value_bits(fmt)
     ops, accs = special_operands(fmt), special_accumulators(fmt)
+    n_ops = ops.size
     dt = _OP_DTYPE[fmt]
     tiles = []
-    for t in range(count):
-        p = t % rows
+    for t, beats in enumerate(lengths):
+        p, k = t % rows, t // rows
         ra, rb, rc = random_vectors(fmt, beats * cols + cols + beats, rng)
-        w_p = np.where(rng.random(cols) < 0.4, rng.choice(ops, cols), rb[:cols]).astype(dt)
-        a_p = np.where(rng.random(beats) < 0.4, rng.choice(ops, beats), ra[:beats]).astype(dt)
-        c = rc[: beats * cols].reshape(beats, cols).copy()
+        if k % 2 == 0:
+            w_p = ops[(k // 2 + np.arange(cols)) % n_ops].astype(dt)
+            a_p = ra[:beats].astype(dt)
+            head = min(beats, n_ops)
+            a_p[:head] = ops[(np.arange(head) + k // 2) % n_ops]
+        else:
+            w_p = np.where(rng.random(cols) < 0.4, rng.choice(ops, cols), rb[:cols]).astype(dt)
+            a_p = np.where(rng.random(beats) < 0.4, rng.choice(ops, beats), ra[:beats]).astype(dt)
+        c = rc[:beats * cols].reshape(beats, cols).copy()
         kind = rng.random((beats, cols))
         c = np.where(kind < 0.2, rng.choice(accs, (beats, cols)), c).astype(np.uint32)
         if fmt != "int8":
@@ -211,10 +228,9 @@ def probe_tiles(fmt: str, rows: int, cols: int, beats: int, count: int, rng: np.
                 prod = np.outer(_decode(a_p, fmt), _decode(w_p, fmt))
                 cancel = (-prod).astype(np.float32).view(np.uint32).astype(np.int64)
                 cancel = (cancel + rng.integers(-3, 4, (beats, cols))).astype(np.uint32)
-                mag = (
-                    np.abs(prod) * 2.0 ** rng.integers(-30, 31, (beats, cols)) * rng.choice([-1.0, 1.0], (beats, cols))
-                )
-                mag = mag.astype(np.float32).view(np.uint32) ^ rng.integers(0, 1 << 16, (beats, cols), dtype=np.uint32)
+                scale = 2.0 ** rng.integers(-30, 31, (beats, cols)) * rng.choice([-1.0, 1.0], (beats, cols))
+                mag = (np.abs(prod) * scale).astype(np.float32).view(np.uint32)
+                mag = mag ^ rng.integers(0, 1 << 16, (beats, cols), dtype=np.uint32)
             c = np.where((kind >= 0.2) & (kind < 0.45), cancel, c)
             c = np.where((kind >= 0.45) & (kind < 0.6), mag, c).astype(np.uint32)
         w = np.full((rows, cols), w_pad, dtype=dt)
@@ -225,8 +241,8 @@ def probe_tiles(fmt: str, rows: int, cols: int, beats: int, count: int, rng: np.
     return tiles
 
 
-def mxu_probe(rows: int, simulator: str = "verilator") -> tuple[int, int]:
-    """(beats, tiles) of the ``mac_vectors`` test for an array of ``rows`` rows: 8 tiles of 256
-    beats per row under Verilator (every PE computes 2,048 MAC test vectors, about 2 s on 8x8), one
-    tile of 32 beats per row under Icarus (about 20 times slower per cycle)."""
-    return (256, 8 * rows) if simulator == "verilator" else (32, rows)
+def mxu_probe(simulator: str = "verilator") -> tuple[int, int]:
+    """(probe tiles per row, beats of a long probe tile) of the ``mac_vectors`` test
+    (:func:`probe_lengths`): 64 per row under Verilator (every PE holds each special weight twice
+    or more; about 3 s on 8x8), 4 per row under Icarus (about 20 times slower per cycle)."""
+    return (64, 48) if simulator == "verilator" else (4, 16)

@@ -2,7 +2,7 @@
 
 ``MXU_TB_CONFIG`` (JSON) holds the :class:`hw.mxu.MXUConfig` fields plus ``seed``, ``tiles`` (a list
 of activation-beat counts M_t, one per weight tile), ``specials`` (fraction of NaN/inf/subnormal/zero
-operands), optionally ``gemm`` = [M, K, N] and ``probe`` = [beats, tiles]. ``MXU_TB_REPORT``
+operands), optionally ``gemm`` = [M, K, N] and ``probe`` = [tiles per row, long tile beats]. ``MXU_TB_REPORT``
 (optional) names a ``.npz`` file where the GEMM test stores its result bits, so a pytest can compare
 array shapes.
 
@@ -40,6 +40,7 @@ from verif.mxu_stim import (
     gemm_tiles_exact,
     pack_act,
     pack_wgt,
+    probe_lengths,
     probe_tiles,
     random_tile,
     tile_expected,
@@ -151,20 +152,21 @@ async def tiles_with_stalls(dut):
 
 @cocotb.test(skip=PROBE is None)
 async def mac_vectors(dut):
-    """MAC stimulus in one PE row per tile (every row in turn): bit-exact, back to back."""
-    beats, count = PROBE
+    """MAC stimulus in one PE row per tile (every row in turn), tiles of random and long lengths back
+    to back: bit-exact, and every output in the cycle the cycle model predicts."""
+    per_row, long = (int(x) for x in PROBE)
     rng = np.random.default_rng(SEED + 4)
-    tiles = probe_tiles(FMT, R, C, int(beats), int(count), rng)
-    drv = MXUDriver(
-        C,
-        [b for t in tiles for b in weight_beats(FMT, t)],
-        [b for t in tiles for b in act_beats(FMT, t)],
-        swap_bit=SWAP_BIT,
-    )
+    dut._log.info(f"seed={SEED + 4}: {per_row} probe tiles per row")
+    lengths = probe_lengths(R, C, per_row, long, rng)
+    tiles = probe_tiles(FMT, R, C, lengths, rng)
+    drv = MXUDriver(C, [b for t in tiles for b in weight_beats(FMT, t)], [b for t in tiles for b in act_beats(FMT, t)],
+                    swap_bit=SWAP_BIT)
     await _reset(dut)
-    await _run(dut, drv, mxu_schedule(R, C, L, [int(beats)] * int(count)).total_cycles + 100)
+    sched = mxu_schedule(R, C, L, lengths)
+    await _run(dut, drv, sched.total_cycles + 100)
     _check(dut, drv.results(), np.concatenate([tile_expected(t, FMT, SUB) for t in tiles]), "mac vectors")
-    dut._log.info(f"seed={SEED} {count} probe tiles x {beats} beats: {count * beats * C} MACs in probe PEs")
+    assert drv.output_cycles == sched.output_cycles, "output cycles differ from the cycle model"
+    dut._log.info(f"{len(tiles)} probe tiles, {sum(lengths) * C} MACs in probe PEs, {sched.total_cycles} cycles")
 
 
 @cocotb.test(skip=GEMM is None)
