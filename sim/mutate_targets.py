@@ -114,90 +114,26 @@ def _mxu(options: dict, seed: int) -> Target:
 
 
 def _hbm_channel(options: dict, seed: int) -> Target:
-    """One HBM2 pseudo-channel controller (the small geometry of ``tests/test_hbm_cocotb.py``: 64 rows
-    of 8 columns, Ramulator2 timings, queue 8): random reads and partial writes with gaps and
-    back-pressure under the fatal JEDEC checker, each command at the Amaranth model's cycle
-    (``test_hazards_and_back_pressure``), 1,200 dense random requests likewise
-    (``test_dense_random_same_commands_as_amaranth``), then the
-    traffic whose every DRAM command, cycle and latency must equal the Amaranth model's
-    (``test_same_cycles_as_amaranth``)."""
-    from hw.hbm.config import RAMULATOR2_HBM2, HBMConfig
+    """One HBM2 pseudo-channel controller in the stress configuration of
+    ``tests/test_hbm_cocotb.py::test_stress_same_commands_as_amaranth`` (:data:`verif.hbm_sim.STRESS`:
+    64 rows of 8 columns, queue 8, Ramulator2 timings with refresh every 400 cycles, 2 REFs postponed at
+    most, age cap 32): its three traffic parts (:data:`verif.hbm_sim.STRESS_TRAFFIC`) under the fatal
+    JEDEC checker, each command at the Amaranth model's cycle."""
     from hw.hbm.controller import PseudoChannelController
-    from verif.hbm_sim import traffic_reference
+    from verif.hbm_sim import STRESS, STRESS_TRAFFIC, traffic_reference
 
-    cfg = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8, timing=RAMULATOR2_HBM2)
-    hazards = [
-        {"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
-        {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2},
-    ]
-    same = [{"kind": "random", "count": 150, "write_p": 0.4, "span_bursts": 20}]
-    dense = [{"kind": "random", "count": 1200, "write_p": 0.5, "partial_p": 0.3}]
-    # the Amaranth model's runs of the same traffic, as the tests compare them
-    ref = traffic_reference(cfg, same, 11, gap_p=0.2, stall_p=0.2)
-    ref_hazards = traffic_reference(cfg, hazards, seed, gap_p=0.25, stall_p=0.25)
-    ref_dense = traffic_reference(cfg, dense, 3, stall_p=0.1, max_cycles=400_000)
-    common = {"config": cfg.as_dict(), "max_cycles": 200_000}
-    runs = (
-        TestRun(
-            "same_cycles_as_amaranth",
-            "verif.tb.hbm_tb",
-            {
-                "HBM_TB_CONFIG": json.dumps(
-                    {
-                        **common,
-                        "seed": 11,
-                        "traffic": same,
-                        "gap_p": 0.2,
-                        "stall_p": 0.2,
-                        "expect_cycles": ref["cycles"],
-                        "expect_trace": ref["trace_digest"],
-                    }
-                )
-            },
-        ),
-        TestRun(
-            "hazards_and_back_pressure",
-            "verif.tb.hbm_tb",
-            {
-                "HBM_TB_CONFIG": json.dumps(
-                    {
-                        **common,
-                        "seed": seed,
-                        "traffic": hazards,
-                        "gap_p": 0.25,
-                        "stall_p": 0.25,
-                        "expect_cycles": ref_hazards["cycles"],
-                        "expect_trace": ref_hazards["trace_digest"],
-                    }
-                )
-            },
-        ),
-        TestRun(
-            "dense_random_same_commands_as_amaranth",
-            "verif.tb.hbm_tb",
-            {
-                "HBM_TB_CONFIG": json.dumps(
-                    {
-                        **common,
-                        "max_cycles": 400_000,
-                        "seed": 3,
-                        "traffic": dense,
-                        "gap_p": 0.0,
-                        "stall_p": 0.1,
-                        "expect_cycles": ref_dense["cycles"],
-                        "expect_trace": ref_dense["trace_digest"],
-                    }
-                )
-            },
-        ),
-    )
-    return Target(
-        "hbm-channel",
-        "hbm_pc",
-        _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"),
-        runs,
-        config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2"},
-    )
+    cfg = STRESS
+    runs = []
+    for part, (traffic, fixed_seed, gap_p, stall_p) in STRESS_TRAFFIC.items():
+        s = seed if fixed_seed is None else fixed_seed
+        # the Amaranth model's run of the same traffic, as the test compares it
+        ref = traffic_reference(cfg, traffic, s, gap_p=gap_p, stall_p=stall_p, max_cycles=400_000)
+        runs.append(TestRun(part, "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps({
+            "config": cfg.as_dict(), "max_cycles": 400_000, "seed": s, "traffic": traffic, "gap_p": gap_p,
+            "stall_p": stall_p, "expect_cycles": ref["cycles"], "expect_trace": ref["trace_digest"]})}))
+    return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), tuple(runs),
+                  config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2, tRFC 60, tREFI 400",
+                          "max_refresh_postpone": 2, "age_cap_cycles": 32})
 
 
 #: block name -> (what it is for --help, the option names it takes, the target factory)
@@ -205,7 +141,8 @@ BLOCKS: dict[str, tuple[str, tuple[str, ...], Callable[[dict, int], Target]]] = 
     "mac": ("one MAC (multiply, fp32 add)", ("fmt", "subnormals", "stages"), _mac),
     "pe": ("one PE (weight registers and MAC)", ("fmt", "subnormals", "stages"), _pe),
     "mxu": ("the systolic array (default 8x8)", ("rows", "cols", "fmt", "subnormals", "stages"), _mxu),
-    "hbm-channel": ("one HBM2 pseudo-channel controller (small geometry, queue 8)", (), _hbm_channel),
+    "hbm-channel": ("one HBM2 pseudo-channel controller (small geometry, queue 8, refresh and age stress)", (),
+                    _hbm_channel),
 }
 
 

@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from hw.hbm.config import HBMConfig
+from hw.hbm.config import RAMULATOR2_HBM2, HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from hw.hbm.emulator import BRAMEmulator
 
 from .amaranth_tb import set_together
 from .hbm_harness import PCHarness, Pins
 
-__all__ = ["run_pc_amaranth"]
+__all__ = ["run_pc_amaranth", "traffic_reference", "STRESS", "STRESS_TRAFFIC"]
+
+#: The small pseudo-channel (64 rows of 8 columns, queue 8) with Ramulator2's HBM2 timings but
+#: refresh every 400 cycles (tRFC 60), at most 2 REFs postponed, and an age cap of 32 cycles: the
+#: refresh postponement limit, the forced drain and the age cap's strict order, which real timings
+#: reach only after tens of thousands of busy cycles, happen every few hundred cycles here.
+STRESS = HBMConfig(pseudo_channels=1, queue_depth=8, rows=64, columns=8,
+                   timing=replace(RAMULATOR2_HBM2, tRFC=60, tREFI=400), max_refresh_postpone=2, age_cap_cycles=32)
+
+#: Traffic on :data:`STRESS` by name: (segments of :func:`~verif.hbm_harness.build_traffic`, seed or
+#: ``None`` for the test's seed, input-gap probability, back-pressure probability).
+STRESS_TRAFFIC: dict[str, tuple[list[dict], int | None, float, float]] = {
+    # few addresses (hazards, row hits) then the whole channel, pauses and back-pressure
+    "hazards": ([{"kind": "random", "count": 300, "span_bursts": 12, "write_p": 0.5, "partial_p": 0.5},
+                 {"kind": "random", "count": 200, "write_p": 0.3, "bursts": 2}], None, 0.25, 0.25),
+    # back to back: the queue never empties, so REFs are postponed to the limit and requests age out
+    "dense": ([{"kind": "random", "count": 1200, "write_p": 0.5, "partial_p": 0.3}], 3, 0.0, 0.1),
+    # row conflicts in one bank, then hits and misses mixed
+    "conflicts": ([{"kind": "conflicts", "count": 200, "write_p": 0.3},
+                   {"kind": "random", "count": 400, "span_bursts": 40, "write_p": 0.3}], 5, 0.1, 0.1),
+}
 
 
 def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
