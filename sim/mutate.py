@@ -78,6 +78,12 @@ class Target:
         design: returns ``("rtlil" | "verilog", text)``: the design with Amaranth source attributes.
         runs: the regression, cheapest first (a killed mutant stops at its first failing run).
         config: the configuration, recorded in ``mutate.json``.
+        part: for a design made of copies of one part (the MXU's PEs): ``(pattern, top, design)``,
+            a regular expression matching the flattened prefix of a copy's cells (e.g.
+            ``row_3.\\pe_5.``), the part's module name and its design. A survivor inside a copy is
+            first checked against the part alone: a mutant part with the original part's outputs
+            for every input sequence leaves the whole design unchanged, and the part is small
+            enough for the proof where the whole array is not.
     """
 
     block: str
@@ -85,6 +91,7 @@ class Target:
     design: Callable[[], tuple[str, str]]
     runs: tuple[TestRun, ...]
     config: dict = field(default_factory=dict)
+    part: tuple[str, str, Callable[[], tuple[str, str]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +360,56 @@ def summarize(results: Iterable[MutantResult]) -> dict:
     return counts
 
 
+def _cell_signature(prepped: Path, module: str, cell: str) -> tuple[str, str] | None:
+    """(type, src attribute) of cell ``cell`` of ``module`` in the RTLIL file, or None."""
+    text = prepped.read_text()
+    inside, src = False, ""
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["module"]:
+            inside = words[1] == f"\\{module}"
+        elif inside and words[:2] == ["attribute", "\\src"]:
+            # the lines without the checkout's own path (a worktree elsewhere names the same lines)
+            src = "|".join("/".join(x.split("/")[-3:]) for x in words[2].strip('"').split("|"))
+        elif inside and words[:1] == ["cell"] and len(words) == 3 and words[2] == cell:
+            return words[1], src
+        elif inside and words[:1] == ["cell"]:
+            src = ""
+    return None
+
+
+def part_command(prepped: Path, part_prepped: Path, target: Target, command: str) -> str | None:
+    """The Yosys ``mutate`` arguments ``command`` (a mutation of ``target``'s whole design) as a
+    mutation of the part (``target.part``) alone, or None when the cell is not inside a copy of the
+    part or the part's netlist does not hold the same cell (same name, type and source line: a cell
+    Yosys names itself, e.g. ``$procmux$...``, is numbered differently in each netlist)."""
+    pattern, part_top, _ = target.part
+    args = command.split()  # Yosys's own words: no quoting, and backslashes are part of names
+    opts = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-") and args[i] != "-mode"}
+    cell = opts.get("-cell", "")
+    hit = re.match(r"\$flatten\\(" + pattern + r")(.*)$", cell)
+    if not hit or "$procmux$" in cell:
+        return None
+    local_cell = hit.group(2)
+    if _cell_signature(prepped, target.top, cell) != _cell_signature(part_prepped, part_top, local_cell) \
+            or _cell_signature(part_prepped, part_top, local_cell) is None:
+        return None
+    prefix = hit.group(1).replace("\\", "")  # wires: row_3.pe_5.name
+    out = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-module", "-cell", "-wire") and i + 1 < len(args):
+            v = args[i + 1]
+            v = part_top if a == "-module" else local_cell if a == "-cell" else v.removeprefix(prefix)
+            out += [a, v]
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return " ".join(out)
+
+
 def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator: str, jobs: int,
                  timeout_s: float | None, depth: int, test_seed: int,
                  progress: Callable[[int, int], None] | None = None, rejudge: tuple[str, ...] = ()) -> dict:
@@ -425,11 +482,22 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
         tmp.replace(path)
         return record
 
+    part_prepped = None
+    if target.part is not None:
+        pattern, part_top, part_design = target.part
+        part_prepped = prepare(Target(target.block, part_top, part_design, ()), work / "part")
+
     def judge(m: Mutation) -> MutantResult:
         t = time.perf_counter()
         r = run_mutant(target, verilog, m.index, simulator=simulator, seed=test_seed, timeout_s=limit)
         if r.status == "survived" and depth > 0:
-            eq, how = formal.equivalent(prepped, target.top, m.command, depth, work / f"eq{m.index}")
+            eq, how = None, ""
+            local = part_command(prepped, part_prepped, target, m.command) if part_prepped else None
+            if local is not None:
+                eq, how = formal.equivalent(part_prepped, target.part[1], local, depth, work / f"eq{m.index}" / "part")
+                how = f"{how}; checked on one {target.part[1]} alone" if eq is True else how
+            if eq is not True:
+                eq, how = formal.equivalent(prepped, target.top, m.command, depth, work / f"eq{m.index}")
             r.seconds = time.perf_counter() - t  # the equivalence check is part of judging it
             r.detail = how
             if eq is True:

@@ -104,13 +104,16 @@ def _mxu(options: dict, seed: int) -> Target:
         TestRun(
             "mac_vectors",
             "verif.tb.mxu_tb",
-            {"MXU_TB_CONFIG": json.dumps({**base, "probe": list(mxu_probe())})},
+            {"MXU_TB_CONFIG": json.dumps({**base, "probe": list(mxu_probe(cfg.fmt))})},
             testcase="mac_vectors",
         ),
     )
     # The whole array in one Amaranth hierarchy (not the PE and row modules of mxu_verilog): its RTLIL
     # keeps every cell's Python line; flattened, a mutation changes one PE of the R x C.
-    return Target("mxu", "mxu", _rtlil(lambda: MXU(cfg), "mxu"), runs, config=cfg.as_dict())
+    from hw.pe import PE
+
+    return Target("mxu", "mxu", _rtlil(lambda: MXU(cfg), "mxu"), runs, config=cfg.as_dict(),
+                  part=(r"row_\d+\.\\pe_\d+\.", "pe", _rtlil(lambda: PE(cfg.pe), "pe")))
 
 
 def _hbm_channel(options: dict, seed: int) -> Target:

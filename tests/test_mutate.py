@@ -256,3 +256,26 @@ def test_smoke_mac_campaign_kills_times_out_and_resumes(tmp_path):
     build = out / "work" / mutate.design_key(tgt) / "mutants-4-1.v"
     res = mutate.run_mutant(tgt, build, 1, simulator="verilator", seed=1, timeout_s=0.2)
     assert (res.status, res.test) == ("timeout", "corner_cases")
+
+
+def test_a_mutant_of_one_pe_is_proven_on_the_pe_alone(tmp_path):
+    """The MXU's survivors sit mostly in one of its R x C PEs, where the whole array is too big for
+    the equivalence proof: the mutation is carried over to the PE alone (same cell, same Amaranth
+    line), where it is proven. Here a constant bit of the exponent sum (254 = 0b11111110) forced to
+    its own value: equivalent, and proven so in one PE."""
+    tgt = target("mxu", {"rows": 2, "cols": 2}, 1)
+    prepped = mutate.prepare(tgt, tmp_path / "mxu")
+    part = mutate.prepare(mutate.Target("mxu", "pe", tgt.part[2], ()), tmp_path / "pe")
+    lines = part.read_text().splitlines()
+    sub = next(
+        line.split()[2]
+        for i, line in enumerate(lines)
+        if line.strip().startswith("cell $sub ") and any("8'11111110" in x for x in lines[i : i + 9])
+    )
+    whole = f"-mode const0 -module mxu -cell $flatten\\row_1.\\pe_0.{sub} -port B -portbit 0"
+    local = mutate.part_command(prepped, part, tgt, whole)
+    assert local == f"-mode const0 -module pe -cell {sub} -port B -portbit 0"
+    eq, how = formal.equivalent(part, "pe", local, 4, tmp_path / "eq")
+    assert eq is True, how
+    # a cell outside the PEs, or one Yosys numbered itself, is not carried over
+    assert mutate.part_command(prepped, part, tgt, "-mode const0 -module mxu -cell $12 -port A -portbit 0") is None

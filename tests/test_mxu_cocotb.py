@@ -83,7 +83,7 @@ def test_mxu_tiles(cfg, simulator, seed, soak):
     r = np.random.default_rng(seed)
     n_tiles = 12 if soak else 4
     tiles = [int(r.integers(1, 3 * cfg.rows + cfg.cols + 4)) for _ in range(n_tiles)]
-    result = run_mxu(cfg, simulator, seed, tiles, probe=mxu_probe(simulator))
+    result = run_mxu(cfg, simulator, seed, tiles, probe=mxu_probe(cfg.fmt, simulator, cfg.rows * cfg.cols))
     assert result.failed == 0, result.log_tail()
     assert ran_and_passed(result) == {"tiles_back_to_back", "tiles_with_stalls", "mac_vectors"}, result.log_tail()
 

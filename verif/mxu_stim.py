@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verif.golden import matmul, to_format
+from verif.vectors import nan_operands, random_vectors, special_accumulators, special_operands
 
 __all__ = [
     "as_format",
@@ -191,10 +192,10 @@ def probe_tiles(fmt: str, rows: int, cols: int, lengths: list[int], rng: np.rand
     ordinary numbers, and its result reaches the output unchanged (the golden model computes the
     whole chain, so nothing relies on that).
 
-    Operands, with k = t div R the tile's number among its row's probes and S the special operands
-    of :func:`verif.vectors.special_operands`: for even k, column c's weight is S[(k/2 + c) mod |S|]
-    (over 2|S| probes every PE holds every special weight) and beat i's activation S[(i + k/2) mod
-    |S|] for i < |S|, random after; for odd k, 40 % of weights and activations are drawn from S, the
+    Operands, with k = t div R the tile's number among its row's probes and S the operands of
+    :func:`probe_operands`: for even k, column c's weight is S[(k/2 + c) mod |S|] (over 2|S| probes
+    every PE holds every special weight) and beat i's activation S[(i + k/2) mod |S|] for i < |S|,
+    random after; for odd k, 40 % of weights and activations are drawn from S, the
     rest from :func:`verif.vectors.random_vectors` (every distribution). Partial sums: 20 % special
     values, 25 % (floats) the negated product rounded to fp32 and moved by -3..3 ulps (massive
     cancellation, ties, sticky bits), 15 % (floats) the product's magnitude scaled by 2**-30..2**30
@@ -202,10 +203,8 @@ def probe_tiles(fmt: str, rows: int, cols: int, lengths: list[int], rng: np.rand
 
     Returns: tiles with ``w`` (R, C), ``a`` (M_t, R), ``c`` (M_t, C) bit patterns.
     """
-    from verif.vectors import random_vectors, special_accumulators, special_operands
-
     a_pad, w_pad = pad_value_bits(fmt)
-    ops, accs = special_operands(fmt), special_accumulators(fmt)
+    ops, accs = probe_operands(fmt), special_accumulators(fmt)
     n_ops = ops.size
     dt = _OP_DTYPE[fmt]
     tiles = []
@@ -241,8 +240,21 @@ def probe_tiles(fmt: str, rows: int, cols: int, lengths: list[int], rng: np.rand
     return tiles
 
 
-def mxu_probe(simulator: str = "verilator") -> tuple[int, int]:
+def probe_operands(fmt: str) -> np.ndarray:
+    """The operands every PE meets in :func:`probe_tiles`: the special values
+    (:func:`verif.vectors.special_operands`) and the NaNs with one mantissa bit
+    (:func:`verif.vectors.nan_operands`)."""
+    both = [int(x) for x in np.concatenate([special_operands(fmt), nan_operands(fmt)])]
+    return np.array(list(dict.fromkeys(both)), dtype=_OP_DTYPE[fmt])  # each once, in order
+
+
+def mxu_probe(fmt: str, simulator: str = "verilator", pes: int = 64) -> tuple[int, int]:
     """(probe tiles per row, beats of a long probe tile) of the ``mac_vectors`` test
-    (:func:`probe_lengths`): 64 per row under Verilator (every PE holds each special weight twice
-    or more; about 3 s on 8x8), 4 per row under Icarus (about 20 times slower per cycle)."""
-    return (64, 48) if simulator == "verilator" else (4, 16)
+    (:func:`probe_lengths`) on an array of ``pes`` PEs: under Verilator 2 |S| + 4 per row up to 64 PEs
+    (:func:`probe_operands`; every PE holds every special weight, about 4 s on 8x8 bf16), |S| / 2 + 2
+    above (each PE holds a quarter of them; every PE still multiplies every special activation); under
+    Icarus 4 per row (about 20 times slower per cycle)."""
+    n = probe_operands(fmt).size
+    if simulator != "verilator":
+        return 4, 16
+    return (2 * n + 4, 48) if pes <= 64 else (n // 2 + 2, 48)

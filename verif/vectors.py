@@ -260,6 +260,17 @@ def special_operands(fmt: str) -> np.ndarray:
     return np.array(_FP8_SPECIALS, dtype=np.uint8)
 
 
+def nan_operands(fmt: str) -> np.ndarray:
+    """NaN operands with a single mantissa bit set, each bit once (none for fp8 E4M3FN, whose NaN has
+    no payload; none for int8): a NaN test that misses one mantissa bit reads such a NaN as
+    infinity."""
+    if fmt in ("int8", "fp8_e4m3fn"):
+        return np.zeros(0, dtype=np.uint8)
+    one, man = _ONE[fmt]
+    exp_ones = ((1 << (8 if fmt == "bf16" else 5)) - 1) << man
+    return np.array([exp_ones | 1 << i for i in range(man)], dtype=np.uint16 if fmt == "bf16" else np.uint8)
+
+
 def special_accumulators(fmt: str) -> np.ndarray:
     """The special accumulator values (uint32 bit patterns of fp32, or int32 for int8)."""
     return np.array(_INT32_SPECIALS if fmt == "int8" else _F32_SPECIALS, dtype=np.uint32)
