@@ -78,12 +78,14 @@ class Target:
         design: returns ``("rtlil" | "verilog", text)``: the design with Amaranth source attributes.
         runs: the regression, cheapest first (a killed mutant stops at its first failing run).
         config: the configuration, recorded in ``mutate.json``.
-        part: for a design made of copies of one part (the MXU's PEs): ``(pattern, top, design)``,
-            a regular expression matching the flattened prefix of a copy's cells (e.g.
-            ``row_3.\\pe_5.``), the part's module name and its design. A survivor inside a copy is
-            first checked against the part alone: a mutant part with the original part's outputs
-            for every input sequence leaves the whole design unchanged, and the part is small
-            enough for the proof where the whole array is not.
+        parts: the design's parts, each ``(pattern, top, design)``: a regular expression matching
+            the flattened prefix of the part's cells (``row_3.\\pe_5.`` for one PE of the MXU,
+            ``queue.`` for the HBM controller's request queue), the part's module name and its
+            design alone. A survivor inside a part is judged on the part alone: a mutant part with
+            the original part's outputs for every input sequence leaves the whole design unchanged,
+            and a part is small enough for the proof where the whole design is not (a part that can
+            be told apart on its own ports stays a survivor: the whole design's check would not end
+            either).
     """
 
     block: str
@@ -91,7 +93,7 @@ class Target:
     design: Callable[[], tuple[str, str]]
     runs: tuple[TestRun, ...]
     config: dict = field(default_factory=dict)
-    part: tuple[str, str, Callable[[], tuple[str, str]]] | None = None
+    parts: tuple[tuple[str, str, Callable[[], tuple[str, str]]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -378,12 +380,13 @@ def _cell_signature(prepped: Path, module: str, cell: str) -> tuple[str, str] | 
     return None
 
 
-def part_command(prepped: Path, part_prepped: Path, target: Target, command: str) -> str | None:
-    """The Yosys ``mutate`` arguments ``command`` (a mutation of ``target``'s whole design) as a
-    mutation of the part (``target.part``) alone, or None when the cell is not inside a copy of the
+def part_command(prepped: Path, top: str, pattern: str, part_prepped: Path, part_top: str,
+                 command: str) -> str | None:
+    """The Yosys ``mutate`` arguments ``command`` (a mutation of module ``top`` in ``prepped``) as a
+    mutation of the part ``part_top`` alone (``part_prepped``; its cells are those of ``top`` whose
+    flattened name starts with ``pattern``, see :class:`Target`), or None when the cell is not in the
     part or the part's netlist does not hold the same cell (same name, type and source line: a cell
     Yosys names itself, e.g. ``$procmux$...``, is numbered differently in each netlist)."""
-    pattern, part_top, _ = target.part
     args = command.split()  # Yosys's own words: no quoting, and backslashes are part of names
     opts = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-") and args[i] != "-mode"}
     cell = opts.get("-cell", "")
@@ -391,7 +394,7 @@ def part_command(prepped: Path, part_prepped: Path, target: Target, command: str
     if not hit or "$procmux$" in cell:
         return None
     local_cell = hit.group(2)
-    if _cell_signature(prepped, target.top, cell) != _cell_signature(part_prepped, part_top, local_cell) \
+    if _cell_signature(prepped, top, cell) != _cell_signature(part_prepped, part_top, local_cell) \
             or _cell_signature(part_prepped, part_top, local_cell) is None:
         return None
     prefix = hit.group(1).replace("\\", "")  # wires: row_3.pe_5.name
@@ -482,21 +485,22 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
         tmp.replace(path)
         return record
 
-    part_prepped = None
-    if target.part is not None:
-        pattern, part_top, part_design = target.part
-        part_prepped = prepare(Target(target.block, part_top, part_design, ()), work / "part")
+    # each part's netlist, prepared once (the part's own folder under the design's)
+    parts = [(pattern, top, prepare(Target(target.block, top, design, ()), work / f"part-{top}"))
+             for pattern, top, design in target.parts]
 
     def judge(m: Mutation) -> MutantResult:
         t = time.perf_counter()
         r = run_mutant(target, verilog, m.index, simulator=simulator, seed=test_seed, timeout_s=limit)
         if r.status == "survived" and depth > 0:
-            eq, how = None, ""
-            local = part_command(prepped, part_prepped, target, m.command) if part_prepped else None
-            if local is not None:
-                eq, how = formal.equivalent(part_prepped, target.part[1], local, depth, work / f"eq{m.index}" / "part")
-                how = f"{how}; checked on one {target.part[1]} alone" if eq is True else how
-            if eq is not True:
+            local = None
+            for pattern, top, part_prepped in parts:
+                local = part_command(prepped, target.top, pattern, part_prepped, top, m.command)
+                if local is not None:
+                    eq, how = formal.equivalent(part_prepped, top, local, depth, work / f"eq{m.index}" / top)
+                    how = f"{how} (the mutated {top} alone)"
+                    break
+            if local is None:
                 eq, how = formal.equivalent(prepped, target.top, m.command, depth, work / f"eq{m.index}")
             r.seconds = time.perf_counter() - t  # the equivalence check is part of judging it
             r.detail = how

@@ -113,7 +113,7 @@ def _mxu(options: dict, seed: int) -> Target:
     from hw.pe import PE
 
     return Target("mxu", "mxu", _rtlil(lambda: MXU(cfg), "mxu"), runs, config=cfg.as_dict(),
-                  part=(r"row_\d+\.\\pe_\d+\.", "pe", _rtlil(lambda: PE(cfg.pe), "pe")))
+                  parts=((r"row_\d+\.\\pe_\d+\.", "pe", _rtlil(lambda: PE(cfg.pe), "pe")),))
 
 
 def _hbm_channel(options: dict, seed: int) -> Target:
@@ -134,7 +134,19 @@ def _hbm_channel(options: dict, seed: int) -> Target:
         runs.append(TestRun(part, "verif.tb.hbm_tb", {"HBM_TB_CONFIG": json.dumps({
             "config": cfg.as_dict(), "max_cycles": 400_000, "seed": s, "traffic": traffic, "gap_p": gap_p,
             "stall_p": stall_p, "expect_cycles": ref["cycles"], "expect_trace": ref["trace_digest"]})}))
+    from hw.hbm.bank_timing import BankTiming
+    from hw.hbm.read_path import ReadResponsePath
+    from hw.hbm.refresh import RefreshTimer
+    from hw.hbm.request_queue import RequestQueue
+    from hw.hbm.scheduler import CommandScheduler
+    from hw.hbm.write_path import WriteDataPath
+
+    # the controller's components, each judged alone when a survivor sits in it
+    parts = tuple((rf"{name}\.", name, _rtlil(lambda c=cls: c(cfg), name)) for name, cls in (
+        ("queue", RequestQueue), ("banks", BankTiming), ("refresh", RefreshTimer), ("scheduler", CommandScheduler),
+        ("write_path", WriteDataPath), ("read_path", ReadResponsePath)))
     return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), tuple(runs),
+                  parts=parts,
                   config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2, tRFC 60, tREFI 400",
                           "max_refresh_postpone": 2, "age_cap_cycles": 32})
 

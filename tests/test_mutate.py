@@ -265,7 +265,8 @@ def test_a_mutant_of_one_pe_is_proven_on_the_pe_alone(tmp_path):
     its own value: equivalent, and proven so in one PE."""
     tgt = target("mxu", {"rows": 2, "cols": 2}, 1)
     prepped = mutate.prepare(tgt, tmp_path / "mxu")
-    part = mutate.prepare(mutate.Target("mxu", "pe", tgt.part[2], ()), tmp_path / "pe")
+    pattern, _, pe_design = tgt.parts[0]
+    part = mutate.prepare(mutate.Target("mxu", "pe", pe_design, ()), tmp_path / "pe")
     lines = part.read_text().splitlines()
     sub = next(
         line.split()[2]
@@ -273,9 +274,14 @@ def test_a_mutant_of_one_pe_is_proven_on_the_pe_alone(tmp_path):
         if line.strip().startswith("cell $sub ") and any("8'11111110" in x for x in lines[i : i + 9])
     )
     whole = f"-mode const0 -module mxu -cell $flatten\\row_1.\\pe_0.{sub} -port B -portbit 0"
-    local = mutate.part_command(prepped, part, tgt, whole)
+    local = mutate.part_command(prepped, "mxu", pattern, part, "pe", whole)
     assert local == f"-mode const0 -module pe -cell {sub} -port B -portbit 0"
     eq, how = formal.equivalent(part, "pe", local, 4, tmp_path / "eq")
     assert eq is True, how
     # a cell outside the PEs, or one Yosys numbered itself, is not carried over
-    assert mutate.part_command(prepped, part, tgt, "-mode const0 -module mxu -cell $12 -port A -portbit 0") is None
+    assert (
+        mutate.part_command(
+            prepped, "mxu", pattern, part, "pe", "-mode const0 -module mxu -cell $12 -port A -portbit 0"
+        )
+        is None
+    )
