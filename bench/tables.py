@@ -555,6 +555,7 @@ def mutation(d) -> Table:
                 "-" if s["score_pct"] is None else f"{s['score_pct']:.1f}%",
                 _n(round(r["mutant_s"] / 60, 1)),
                 f"{r['seed']}",
+                f"{r['equivalence_depth']} cycles" if r.get("equivalence_depth") else "not run",
             ]
         )
     return Table(
@@ -570,9 +571,13 @@ def mutation(d) -> Table:
             "score",
             "mutant time (min)",
             "Yosys seed",
+            "equivalence check",
         ],
         rows,
-        derived={"mutant time (min)": "mutant_s / 60, rounded to 0.1"},
+        derived={
+            "mutant time (min)": "mutant_s / 60, rounded to 0.1",
+            "equivalence check": "equivalence_depth: the bounded check's depth; not run: every survivor counts",
+        },
     )
 
 

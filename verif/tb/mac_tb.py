@@ -110,6 +110,10 @@ async def _setup(dut):
         for _ in range(2):
             await FallingEdge(dut.clk)
         dut.rst.value = 0
+        # a pipeline holds nothing after reset: a beat offered now would be one nobody sent (a mutant
+        # whose valid register reset to 1 passed every result check: its beat left before the first)
+        await ReadOnly()
+        assert dut.o__valid.value == 0, "o__valid high right after reset"
     else:
         await Timer(1, unit="ns")
 
