@@ -147,8 +147,9 @@ def _hbm_channel(options: dict, seed: int) -> Target:
         ("write_path", WriteDataPath), ("read_path", ReadResponsePath)))
     return Target("hbm-channel", "hbm_pc", _rtlil(lambda: PseudoChannelController(cfg), "hbm_pc"), tuple(runs),
                   parts=parts,
-                  config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2, tRFC 60, tREFI 400",
-                          "max_refresh_postpone": 2, "age_cap_cycles": 32})
+                  config={"queue_depth": 8, "rows": 64, "columns": 8, "timing": "RAMULATOR2_HBM2",
+                          "tRFC": cfg.timing.tRFC, "tREFI": cfg.timing.tREFI,
+                          "max_refresh_postpone": cfg.max_refresh_postpone, "age_cap_cycles": cfg.age_cap_cycles})
 
 
 #: block name -> (what it is for --help, the option names it takes, the target factory)
