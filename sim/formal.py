@@ -237,40 +237,20 @@ def prove(
     (work / f"{name}.il").write_text(rtlil.convert(component, name=name))
     script = f"[script]\nread_rtlil {name}.il\nprep -top {name}\n"
     t0 = time.perf_counter()
-    verdict = "NOT TRIED"
-    if induction:
-        verdict = run_sby(
-            work,
-            "prove",
-            f"[options]\nmode prove\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
-            {f"{name}.il": work / f"{name}.il"},
-            timeout_s=timeout_s,
-        )
+
+    def sby(mode: str, steps: int) -> str:  # one SymbiYosys run of the component in ``mode``
+        text = f"[options]\nmode {mode}\ndepth {steps}\n\n[engines]\nsmtbmc yices\n\n" + script
+        return run_sby(work, mode, text, {f"{name}.il": work / f"{name}.il"}, timeout_s=timeout_s)
+
+    verdict = sby("prove", depth) if induction else "NOT TRIED"
     if verdict == "PASS":
         result = {"verdict": "proven", "depth": depth, "mode": "prove"}
     else:
-        bmc = run_sby(
-            work,
-            "bmc",
-            f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
-            {f"{name}.il": work / f"{name}.il"},
-            timeout_s=timeout_s,
-        )
-        result = {
-            "verdict": {"PASS": "bounded", "FAIL": "failed"}.get(bmc, "unknown"),
-            "depth": depth,
-            "mode": "bmc",
-            "induction": verdict,
-        }
+        bmc = sby("bmc", depth)
+        result = {"verdict": {"PASS": "bounded", "FAIL": "failed"}.get(bmc, "unknown"), "depth": depth,
+                  "mode": "bmc", "induction": verdict}
     if cover_depth and result["verdict"] in ("proven", "bounded"):
         # every Cover reached within cover_depth cycles: the assertions constrain real traces
-        cover = run_sby(
-            work,
-            "cover",
-            f"[options]\nmode cover\ndepth {cover_depth}\n\n[engines]\nsmtbmc yices\n\n" + script,
-            {f"{name}.il": work / f"{name}.il"},
-            timeout_s=timeout_s,
-        )
-        result["covered"] = cover == "PASS"
+        result["covered"] = sby("cover", cover_depth) == "PASS"
     result["seconds"] = round(time.perf_counter() - t0, 1)
     return result

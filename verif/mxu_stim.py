@@ -210,7 +210,11 @@ def probe_tiles(fmt: str, rows: int, cols: int, lengths: list[int], rng: np.rand
     tiles = []
     for t, beats in enumerate(lengths):
         p, k = t % rows, t // rows
-        ra, rb, rc = random_vectors(fmt, beats * cols + cols + beats, rng)
+        # one draw per role: random_vectors splits a draw evenly over its distributions in order,
+        # so a prefix of one long draw would hold the first distribution only
+        ra = random_vectors(fmt, beats, rng)[0]
+        rb = random_vectors(fmt, cols, rng)[1]
+        rc = random_vectors(fmt, beats * cols, rng)[2]
         if k % 2 == 0:
             w_p = ops[(k // 2 + np.arange(cols)) % n_ops].astype(dt)
             a_p = ra[:beats].astype(dt)
