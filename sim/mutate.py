@@ -375,8 +375,8 @@ def _cell_signature(prepped: Path, module: str, cell: str) -> tuple[str, str] | 
             src = "|".join("/".join(x.split("/")[-3:]) for x in words[2].strip('"').split("|"))
         elif inside and words[:1] == ["cell"] and len(words) == 3 and words[2] == cell:
             return words[1], src
-        elif inside and words[:1] == ["cell"]:
-            src = ""
+        elif inside and words[:1] in (["cell"], ["wire"], ["memory"], ["process"]):
+            src = ""  # the attribute belonged to this other object
     return None
 
 
@@ -388,8 +388,7 @@ def part_command(prepped: Path, top: str, pattern: str, part_prepped: Path, part
     part or the part's netlist does not hold the same cell (same name, type and source line: a cell
     Yosys names itself, e.g. ``$procmux$...``, is numbered differently in each netlist)."""
     args = command.split()  # Yosys's own words: no quoting, and backslashes are part of names
-    opts = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-") and args[i] != "-mode"}
-    cell = opts.get("-cell", "")
+    cell = args[args.index("-cell") + 1] if "-cell" in args[:-1] else ""
     hit = re.match(r"\$flatten\\(" + pattern + r")(.*)$", cell)
     if not hit or "$procmux$" in cell:
         return None
