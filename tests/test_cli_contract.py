@@ -32,6 +32,7 @@ def work(tmp_path, monkeypatch):
     import sim.demo_mlp
     import sim.gemm
     import sim.runner
+    import sim.sweep
     import sim.synth
 
     def expensive(name):
@@ -48,6 +49,7 @@ def work(tmp_path, monkeypatch):
         (sim.demo_mlp, "run"),
         (sim.demo_mlp, "train"),
         (sim.board, "build_bitstream"),
+        (sim.sweep, "run_sweep"),
     ):
         monkeypatch.setattr(module, name, expensive(f"{module.__name__}.{name}"))
     monkeypatch.chdir(tmp_path)
@@ -58,6 +60,8 @@ def work(tmp_path, monkeypatch):
     np.save("k8A.npy", np.ones((1, 32769), np.int8))  # int8: MAX_K = 32768
     np.save("k8B.npy", np.ones((32769, 1), np.int8))
     np.save("scalar.npy", np.float32(3.0))  # 0-d
+    for name, text in SPECS.items():
+        Path(name).write_text(text)
     np.save("a16.npy", np.ones((4, 8), np.float16))
     np.save("oned.npy", np.ones(8, np.float32))
     for name in ("big_a.npy", "big_b.npy"):  # 64 MiB each, sparse: only the header is read
@@ -174,7 +178,33 @@ BAD = [
     (["mutate", "--block", "mac", "--stages", "12", "-o", "m"], {}, "stages must be an integer from 0 to 9; got 12"),
     (["mutate", "--block", "hbm-channel", "--fmt", "int8", "-o", "m"], {}, "fmt does not apply to block hbm-channel"),
     (["mutate", "--block", "mxu", "--count", "-3", "-o", "m"], {}, "argument --count: must be a positive integer"),
+    # mxu sweep: the whole grid is checked before Ray starts (every point as mxu synth checks it)
+    (["sweep", "nope.toml", "-o", "s"], {}, "nope.toml: no such file"),
+    (["sweep", "ok.toml", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+    (["sweep", "not_toml.toml", "-o", "s"], {}, "not_toml.toml: not TOML: "),
+    (["sweep", "colour.toml", "-o", "s"], {}, "unknown key 'colour' at the top level (allowed: "),
+    (["sweep", "empty.toml", "-o", "s"], {}, "rows has no values: the grid would be empty"),
+    (["sweep", "xc7.toml", "-o", "s"], {}, "argument --target: invalid choice: 'xc7'"),
+    (["sweep", "no_target.toml", "-o", "s"], {}, "the following arguments are required: --target"),
+    (["sweep", "mac_rows.toml", "-o", "s"], {}, "rows does not apply to block mac"),
+    (["sweep", "gemm.toml", "-o", "s"], {}, "gemm must be 'MxKxN' with positive sizes; got '3x4'"),
+    (["sweep", "point_list.toml", "-o", "s"], {}, "rows in point 1 must be one value"),
+    (["sweep", "big.toml", "-o", "s"], {}, "stages must be an integer from 1 to 9; got 12"),
 ]
+
+#: sweep specifications of the table above (written by the fixture)
+SPECS = {
+    "ok.toml": 'target = "ecp5-25k"\n',
+    "not_toml.toml": "= =\n",
+    "colour.toml": 'target = "ecp5-25k"\ncolour = 1\n',
+    "empty.toml": 'target = "ecp5-25k"\nrows = []\n',
+    "xc7.toml": 'target = ["ecp5-25k", "xc7"]\n',
+    "no_target.toml": 'block = "mac"\n',
+    "mac_rows.toml": 'target = "ecp5-25k"\n[[point]]\nblock = "mxu"\n[[point]]\nblock = "mac"\nrows = 4\n',
+    "gemm.toml": 'target = "ecp5-25k"\ngemm = "3x4"\n',
+    "point_list.toml": 'target = "ecp5-25k"\n[[point]]\nrows = [1, 2]\n',
+    "big.toml": 'target = "ecp5-25k"\nstages = [2, 12]\n',
+}
 
 
 @pytest.mark.parametrize("args,env,message", BAD, ids=[" ".join(a)[:60] for a, _, _ in BAD])

@@ -94,6 +94,25 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Run ``mxu synth``; returns the exit status."""
+    return _flow(args, *resolve(args))
+
+
+def resolve(args) -> tuple:
+    """The block that ``args`` (parsed ``mxu synth`` options) asks for, checked but not generated:
+    ``(factory, module name, Target, configuration, block description)``. ``mxu sweep`` checks every
+    point of its grid with it before it starts any.
+
+    Raises:
+        UsageError: an option that does not apply to the block, or a configuration error.
+    """
+    from sim import synth
+
+    if args.widelut and synth.TARGETS[args.target].family != "ecp5":
+        raise UsageError(f"--widelut applies to ECP5 targets only (PFUMX/L6MUX21); {args.target} has none")
+    return _resolve(args)
+
+
+def _resolve(args) -> tuple:
     from hw.arith import MAC, MACConfig
     from hw.generate import mxu_verilog
     from hw.mxu import MXUConfig
@@ -102,9 +121,9 @@ def run(args) -> int:
     from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS
 
     if args.block in HBM_BLOCKS:
-        return _run_hbm(args)
+        return _resolve_hbm(args)
     if args.block in ENGINE_BLOCKS:
-        return _run_engine(args)
+        return _resolve_engine(args)
     for opt in ("queue_depth", "pseudo_channels"):
         if getattr(args, opt) is not None:
             flag = "--" + opt.replace("_", "-")
@@ -136,10 +155,10 @@ def run(args) -> int:
         factory = lambda: PE(cfg)  # noqa: E731
     else:
         factory = lambda: mxu_verilog(cfg, name)  # noqa: E731
-    return _flow(args, factory, name, target, cfg, {"block": block, **dataclasses.asdict(cfg)})
+    return factory, name, target, cfg, {"block": block, **dataclasses.asdict(cfg)}
 
 
-def _run_hbm(args) -> int:
+def _resolve_hbm(args) -> tuple:
     """``mxu synth --block hbm|hbm-*``: the HBM controller or one of its parts."""
     from hw.hbm.config import TIMING_PRESETS, HBMConfig
     from sim import synth
@@ -165,10 +184,10 @@ def _run_hbm(args) -> int:
         raise UsageError(str(e)) from None
     block = {"block": args.block, "pseudo_channels": cfg.pseudo_channels, "queue_depth": cfg.queue_depth,
              "timing": args.hbm_timing or "dramsim3_hbm2"}
-    return _flow(args, hbm_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, block)
+    return hbm_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, block
 
 
-def _run_engine(args) -> int:
+def _resolve_engine(args) -> tuple:
     """``mxu synth --block engine|gemm-top|board|engine-*``: the GEMM engine, one of its parts, the GEMM
     top (engine + HBM controller) or the board top, on the engine's defaults (the board's: 2 x 2 bf16)
     with the array options and --preset."""
@@ -205,7 +224,7 @@ def _run_engine(args) -> int:
     if args.block in ("engine", "gemm-top", "board"):
         check_size(engine.mxu.rows, engine.mxu.cols, args, simulated=False)
     block = {"block": args.block, "engine": engine.as_dict()}
-    return _flow(args, engine_block(args.block, cfg, name), name, synth.TARGETS[args.target], cfg, block)
+    return engine_block(args.block, cfg, name), name, synth.TARGETS[args.target], cfg, block
 
 
 def _flow(args, factory, name, target, cfg, block: dict) -> int:
@@ -214,8 +233,6 @@ def _flow(args, factory, name, target, cfg, block: dict) -> int:
 
     from sim import runner, synth
 
-    if args.widelut and target.family != "ecp5":
-        raise UsageError(f"--widelut applies to ECP5 targets only (PFUMX/L6MUX21); {args.target} has none")
     files = [f"{name}.v", target.constraints, *SYNTH_FILES]
     if args.synth_only:
         files = [f for f in files if not f.startswith("nextpnr")]

@@ -1,0 +1,124 @@
+"""``mxu sweep``: a grid of ``mxu synth`` configurations on Ray, records cached by hash, Pareto plots.
+
+The bad specifications (exit 2, nothing started) are in ``tests/test_cli_contract.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sim import sweep
+from sim.cli.sweep import resolve_point
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: two small points: a 1x2 int8 MXU placed on the ULX3S 25F (DSP timing: Fmax and the throughput
+#: from the exact cycle model) and a 4x4 int8 MXU that does not fit the iCE40UP5K (16 SB_MAC16 of 8)
+TWO_POINTS = """\
+block = "mxu"
+fmt = "int8"
+freq = 100
+gemm = "64x32x16"
+[[point]]
+target = "ecp5-25k"
+rows = 1
+cols = 2
+[[point]]
+target = "ice40-up5k"
+rows = 4
+cols = 4
+"""
+
+
+def test_pareto_front_keeps_the_points_no_other_beats():
+    recs = [
+        {"lut4": 10, "mhz": 100},
+        {"lut4": 20, "mhz": 90},
+        {"lut4": 20, "mhz": 150},
+        {"lut4": 30, "mhz": 150},
+        {"lut4": 5, "mhz": 50},
+        {"lut4": None, "mhz": 300},
+        {"lut4": 40, "mhz": 200},
+    ]
+    # 1 is beaten by 0 (fewer LUT4, more MHz), 3 by 2 (same MHz, fewer LUT4); 5 has no LUT4
+    assert sweep.pareto(recs, "lut4", "mhz") == [4, 0, 2, 6]
+
+
+def test_grid_expands_axes_around_each_point(tmp_path):
+    spec = tmp_path / "g.toml"
+    spec.write_text(
+        'target = "ecp5-85k"\nfmt = ["bf16", "int8"]\nseed = [1, 2]\n[[point]]\nrows = 2\ncols = 2\n'
+        '[[point]]\nblock = "mac"\nstages = 3\n'
+    )
+    points = sweep.load_spec(spec, resolve_point)
+    assert [(p.options["block"], p.options["fmt"], p.options["seed"]) for p in points] == [
+        ("mxu", "bf16", 1),
+        ("mxu", "bf16", 2),
+        ("mxu", "int8", 1),
+        ("mxu", "int8", 2),
+        ("mac", "bf16", 1),
+        ("mac", "bf16", 2),
+        ("mac", "int8", 1),
+        ("mac", "int8", 2),
+    ]
+    assert points[0].argv == (
+        "--block",
+        "mxu",
+        "--cols",
+        "2",
+        "--fmt",
+        "bf16",
+        "--rows",
+        "2",
+        "--seed",
+        "1",
+        "--target",
+        "ecp5-85k",
+    )
+    assert points[0].gemm == (256, 256, 256) and points[0].place
+    spec.write_text('target = "ecp5-85k"\nplace = false\nbackpressure = false\nseed = [1, 1]\n')
+    (p,) = sweep.load_spec(spec, resolve_point)  # the repeated point runs once
+    assert p.argv == ("--no-backpressure", "--block", "mxu", "--seed", "1", "--target", "ecp5-85k") and not p.place
+
+
+def test_two_point_sweep_on_a_local_ray_instance_is_cached(tmp_path):
+    """Two points on a local Ray instance with one worker: the placed one with its cells, Fmax and
+    the GEMM's cycles from the cycle model, the other recorded as not fitting; run again, both come
+    from the cache and nothing is placed."""
+    from verif.cycles import gemm_cycles
+
+    (tmp_path / "two.toml").write_text(TWO_POINTS)
+    env = {**os.environ, "MXU_BUILD_DIR": str(tmp_path / "build"), "MXU_PROGRESS": "0"}
+    cmd = [sys.executable, "-m", "sim.cli", "sweep", "two.toml", "--jobs", "1", "-o", "out", "--json"]
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert (doc["points"], doc["ran"], doc["cached"]) == (2, 2, 0)
+    placed, unfit = doc["records"]
+    assert placed["status"] == "ok" and placed["options"]["target"] == "ecp5-25k"
+    assert (placed["dsp"], placed["bram"], placed["requested_mhz"]) == (2, 0, 100.0)
+    assert placed["lut4"] > 0 and placed["achieved_mhz"] > 0 and placed["met"] == (placed["achieved_mhz"] >= 100)
+    cycles = gemm_cycles(64, 32, 16, 1, 2, 2)
+    assert placed["gemm_cycles"] == cycles
+    assert placed["gemm_gmacs"] == round(64 * 32 * 16 / cycles * placed["achieved_mhz"] / 1e3, 3)
+    assert unfit["status"] == "does-not-fit"
+    assert unfit["error"].endswith(
+        "SB_MAC16 DSP: needs 16, iCE40UP5K-SG48I has 8; multipliers can be built from LUTs instead (--no-dsp)"
+    )
+    assert json.loads(r.stdout) == doc["records"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "pareto_fmax_lut4.png",
+        "pareto_gmacs_lut4.png",
+        "sweep.json",
+    ]
+
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    again = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert (again["ran"], again["cached"]) == (0, 2)
+    strip = lambda recs: [{k: v for k, v in x.items() if k != "cached"} for x in recs]  # noqa: E731
+    assert strip(again["records"]) == strip(doc["records"])
+    assert [x["cached"] for x in again["records"]] == [True, True]
