@@ -190,6 +190,12 @@ BAD = [
     (["sweep", "gemm.toml", "-o", "s"], {}, "gemm must be 'MxKxN' with positive sizes; got '3x4'"),
     (["sweep", "point_list.toml", "-o", "s"], {}, "rows in point 1 must be one value"),
     (["sweep", "big.toml", "-o", "s"], {}, "stages must be an integer from 1 to 9; got 12"),
+    # mxu report: the configuration and the output folder before the simulation
+    (["report", "--stages", "0", "-o", "r"], {}, "stages must be an integer from 1 to 9; got 0"),
+    (["report", "--rows", "16", "--cols", "16", "-o", "r"], {}, "a 16x16 array has 256 PEs; mxu report simulates"),
+    (["report", "--preset", "nope", "-o", "r"], {}, "unknown --preset 'nope'"),
+    (["report", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+    (["report", "--target", "xc7", "-o", "r"], {}, "argument --target: invalid choice: 'xc7'"),
 ]
 
 #: sweep specifications of the table above (written by the fixture)

@@ -1,0 +1,117 @@
+"""``mxu report``: the design-review page of one MXU configuration (``sim.design_report``,
+``sim.report_html``): OUT/index.html and OUT/report.json, the trace and the diagrams beside them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+
+from .errors import UsageError
+from .files import check_build_dir, check_out_dir, progress_enabled, write_outputs
+from .options import (
+    FMTS,
+    SUBNORMALS,
+    add_config_options,
+    check_size,
+    generate_params,
+    out_dir_arg,
+    positive_arg,
+    stages_arg,
+)
+
+__all__ = ["add_parser", "run", "OUT_FILES"]
+
+#: what ``mxu report`` writes into OUT, all together or none
+OUT_FILES = ("index.html", "report.json", "tile.svg", "tile.vcd", "tile.wavedrom.json", "utilization.svg")
+
+#: arrays above this many PEs are refused: the page simulates the array in Icarus (about 2,000 PE
+#: cycles per second for bf16)
+MAX_PES = 64
+
+
+def add_parser(sub) -> None:
+    """Add the ``report`` subcommand to the ``mxu`` parser's subparsers ``sub``."""
+    from sim.synth import TARGETS
+
+    r = sub.add_parser(
+        "report", help="a design-review page of one MXU configuration: index.html and report.json",
+        description="Write OUT/index.html, a self-contained page for a design review of one MXU configuration, "
+                    "and OUT/report.json with every number on it: every parameter with meaning and unit, the "
+                    "numerics contract and the port table; a timing diagram of two weight tiles drawn "
+                    "(WaveDrom) from a simulation of the generated Verilog in Icarus, its VCD beside the page, "
+                    "and the beat cycles read from that trace against the cycle model; the cycle model against "
+                    "SCALE-Sim v2's weight-stationary count and the utilization against M; the array's "
+                    "resources and Fmax on --target (mxu synth's flow, unless --no-synth) and the mxu sweep "
+                    "records of this configuration; the mutation score of each block. Parameters come from "
+                    "--preset or --config, then from the options given, which win. Arrays of at most "
+                    f"{MAX_PES} PEs (the trace is simulated in Icarus).")
+    r.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
+    r.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (default 8)")
+    r.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16)")
+    r.add_argument("--subnormals", choices=SUBNORMALS, default=None, help="ftz (default) or ieee")
+    r.add_argument("--stages", type=stages_arg, default=None, help="pipeline stages of each MAC, 1..9 (default 2)")
+    add_config_options(r)
+    r.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
+                   help="MXU without out__ready")
+    r.add_argument("--target", choices=list(TARGETS), default="ecp5-85k",
+                   help="FPGA target of the synthesis section (default ecp5-85k)")
+    r.add_argument("--no-synth", action="store_true", help="leave out synthesis and place and route (minutes)")
+    r.add_argument("--json", action="store_true", help="print report.json instead of the summary line")
+    r.add_argument("-o", "--out", required=True, type=out_dir_arg,
+                   help="output folder (created; its files appear together or not at all)")
+
+
+def run(args) -> int:
+    """Run ``mxu report``; returns the exit status (UsageError for bad input)."""
+    from hw.mxu import MXUConfig
+    from sim import design_report, report_html
+
+    args.block = None
+    params = generate_params(args, blocks=("mxu",))
+    params.pop("block")
+    try:
+        cfg = MXUConfig(**params)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if cfg.rows * cfg.cols > MAX_PES:
+        raise UsageError(f"a {cfg.rows}x{cfg.cols} array has {cfg.rows * cfg.cols} PEs; mxu report simulates the "
+                         f"array in Icarus and takes at most {MAX_PES}")
+    check_size(cfg.rows, cfg.cols, args, simulated=True)
+    check_out_dir(args.out, OUT_FILES)
+    check_build_dir()
+    bar = None
+    if progress_enabled():
+        from tqdm import tqdm
+
+        bar = tqdm(total=5 if not args.no_synth else 4, desc="mxu report", unit="step", file=sys.stderr,
+                   leave=False)
+
+    def progress(text: str) -> None:
+        if bar is not None:
+            bar.set_postfix_str(text)
+            bar.update()
+
+    work = tempfile.mkdtemp(prefix=".mxu-report-")
+    try:
+        from pathlib import Path
+
+        w = Path(work)
+        doc = design_report.collect(cfg, w, target=args.target, synth=not args.no_synth, progress=progress)
+        report_html.utilization_plot(doc["cycles"], w / "utilization.svg")
+        title = (f"open-mxu design review: {cfg.rows}x{cfg.cols} {cfg.fmt} ({cfg.subnormals}), "
+                 f"{cfg.stages} pipeline stage{'s' if cfg.stages > 1 else ''}")
+        (w / "index.html").write_text(report_html.render(doc, title))
+        (w / "report.json").write_text(json.dumps(doc, indent=1))
+        write_outputs(args.out, {name: w / name for name in OUT_FILES})
+    finally:
+        if bar is not None:
+            bar.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(json.dumps({"page": str(args.out / "index.html"), "report": str(args.out / "report.json"),
+                          "timing_matches_model": doc["timing"]["matches"], "wall_s": doc["wall_s"]}))
+    return 0

@@ -1,0 +1,276 @@
+"""The numbers of a design review of one MXU configuration (``mxu report``), gathered into one JSON
+object that the HTML page is rendered from (:mod:`sim.report_html`): nothing on the page is typed in.
+
+Sections (keys of :func:`collect`'s result):
+
+* ``config``: every parameter with its value, meaning and unit; the numerics contract for it; the
+  port table and latency from the generated Verilog's manifest.
+* ``timing``: one run of the MXU testbench's ``tiles_back_to_back`` (two tiles) on the generated
+  Verilog in Icarus, its VCD kept beside the page; the ports and each row's swap bit sampled at every
+  rising clock edge and drawn as a WaveDrom diagram (``yowasp-wavedrom``); the cycles of the weight,
+  activation and output beats read from the trace against the cycle model's.
+* ``cycles``: the cycle model's formula, its count for a few GEMMs beside SCALE-Sim v2's
+  weight-stationary count and the ideal ``ceil(M K N / (R C))``, and the array's utilization against
+  M for fixed K and N (a plot).
+* ``fpga``: ``mxu synth`` of the array for the target (unless ``--no-synth``) and every ``mxu sweep``
+  record of this configuration in the sweep cache.
+* ``verification``: the mutation score of each block (``bench/results/mutation.json``), with the
+  date and commit of its campaign.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+__all__ = ["PARAMETERS", "numerics", "trace_tile", "cycle_figures", "fpga_figures", "verification", "collect"]
+
+#: MXU parameter -> (meaning, unit)
+PARAMETERS = {
+    "rows": ("PE rows R: the K extent of one weight tile (activation elements per beat)", "PEs"),
+    "cols": ("PE columns C: the N extent of one weight tile (outputs per beat)", "PEs"),
+    "fmt": ("input format of activations and weights (the multipliers' operands)", "-"),
+    "subnormals": ("ftz: subnormal inputs and tiny results are signed zero; ieee: gradual underflow", "-"),
+    "stages": ("pipeline stages L of each PE's MAC: its partial-sum latency", "cycles"),
+    "backpressure": ("out__ready exists: a low ready stalls the whole array (else the consumer is always ready)",
+                     "-"),
+}
+
+
+def numerics(fmt: str, subnormals: str) -> list[tuple[str, str]]:
+    """The numerics contract of the array for ``fmt`` and ``subnormals``: (knob, rule) rows, the same
+    rules the golden model (``verif.golden``) and the manual's numerics page state."""
+    if fmt == "int8":
+        return [("inputs", "int8, two's complement"), ("product", "exact 16-bit"),
+                ("accumulate", "int32, two's-complement wrap-around (never saturates)"),
+                ("subnormals, NaN, rounding", "do not apply")]
+    decode = "" if fmt == "bf16" else f" ({fmt} decoded exactly to bf16 in front of the multiplier)"
+    sub = ("ftz: subnormal inputs (a, b, acc) read as signed zero; results below 2^-126 after rounding "
+           "flush to signed zero" if subnormals == "ftz" else "ieee: gradual underflow")
+    return [("inputs", fmt + decode), ("product", "exact: 8 x 8-bit significands, no rounding"),
+            ("accumulate", "fp32, fused: acc <- RNE_fp32(acc + a*b), one rounding per MAC (IEEE 754-2019 "
+                           "roundTiesToEven)"),
+            ("subnormals", sub),
+            ("NaN", "NaN input, inf*0 and inf-inf give NaN; the hardware emits 0x7FC00000"),
+            ("overflow", "to +-inf; never saturates"),
+            ("zero sign", "x + (-x) = +0; (-0) + (-0) = -0 (IEEE 754-2019 6.3)")]
+
+
+def _sample(vcd_path: Path, names: dict[str, str], clock: str) -> list[dict[str, int | None]]:
+    """Values of the VCD variables ``names`` (label -> dotted hierarchical name) at every rising edge
+    of ``clock`` (a dotted name), taken before the edge's updates; X or Z read as None."""
+    from vcd.reader import TokenKind, tokenize
+
+    want = {**names, "__clk": clock}
+    ident, scope, values, rows = {}, [], {}, []
+    before, rose = {}, False  # the values before this time step; whether the clock rose in it
+
+    def end_step():
+        if rose:
+            rows.append({k: before.get(k) for k in names})
+
+    with open(vcd_path, "rb") as f:
+        for tok in tokenize(f):
+            kind, data = tok.kind, tok.data
+            if kind is TokenKind.SCOPE:
+                scope.append(data.ident)
+            elif kind is TokenKind.UPSCOPE:
+                scope.pop()
+            elif kind is TokenKind.VAR:
+                full = ".".join([*scope, data.reference])
+                for label, name in want.items():
+                    if full == name:
+                        ident.setdefault(data.id_code, []).append(label)
+            elif kind is TokenKind.CHANGE_TIME:
+                end_step()
+                before, rose = dict(values), False
+            elif kind in (TokenKind.CHANGE_SCALAR, TokenKind.CHANGE_VECTOR):
+                for label in ident.get(data.id_code, ()):
+                    v = data.value
+                    try:
+                        new = int(v) if isinstance(v, int) else int(str(v), 2)
+                    except ValueError:
+                        new = None
+                    if label == "__clk" and new == 1 and before.get("__clk") == 0:
+                        rose = True
+                    values[label] = new
+        end_step()
+    missing = sorted(set(want) - {lab for labs in ident.values() for lab in labs})
+    if missing:
+        raise ValueError(f"{vcd_path}: no variable for {', '.join(want[m] for m in missing)}")
+    return rows
+
+
+def _wave(bits: list[int | None]) -> str:
+    """A WaveDrom wave string of one-bit samples ('.' repeats, 'x' unknown)."""
+    out, prev = [], object()
+    for b in bits:
+        ch = "x" if b is None else str(b)
+        out.append("." if ch == prev else ch)
+        prev = ch
+    return "".join(out)
+
+
+def trace_tile(cfg, work: Path, *, seed: int = 1) -> dict:
+    """Run ``tiles_back_to_back`` with two tiles of R + 1 and 2 activation beats on the generated MXU in
+    Icarus (and a third of one beat after them), keep its VCD (``work/tile.vcd``), and draw the ports
+    and each row's swap bit from reset to the last output as ``work/tile.svg`` (WaveDrom). Returns the
+    figures: the cycle of every weight, activation and output beat counted from the first weight beat,
+    read from the trace, and the cycle model's (:func:`verif.cycles.mxu_schedule`) for the same tiles;
+    ``matches`` is their equality.
+
+    Raises:
+        RuntimeError: the testbench failed (its message names the log).
+    """
+    import yowasp_wavedrom
+
+    from hw.generate import mxu_verilog
+    from sim.runner import generate_verilog, run_cocotb
+    from verif.cycles import mxu_schedule
+
+    work.mkdir(parents=True, exist_ok=True)
+    tiles = [cfg.rows + 1, 2, 1]  # the third only runs the trace past the second's last output
+    verilog = generate_verilog(lambda: mxu_verilog(cfg, "mxu"), name="mxu", key=cfg)
+    conf = {**cfg.as_dict(), "seed": seed, "tiles": tiles, "specials": 0.0}
+    vcd = work / "tile.vcd"
+    res = run_cocotb([verilog], "mxu", "verif.tb.mxu_tb", simulator="icarus", testcase="tiles_back_to_back",
+                     env={"MXU_TB_CONFIG": json.dumps(conf)}, waves_path=vcd, seed=seed)
+    if res.failed or not res.passed:
+        raise RuntimeError(f"tiles_back_to_back failed on the traced MXU (log: {res.log})")
+    swap_bit = cfg.rows * (8 if cfg.fmt in ("int8", "fp8_e4m3fn", "fp8_e5m2") else 16) + 32 * cfg.cols
+    ports = {n: f"mxu.{n}" for n in ("rst", "wgt__valid", "wgt__ready", "act__valid", "act__ready",
+                                     "out__valid", "out__ready", "act__payload")}
+    rows_swap = {f"row_{r}.swap": f"mxu.row_{r}.pe_0.swap_q" for r in range(cfg.rows)}
+    samples = _sample(vcd, {**ports, **rows_swap}, "mxu.clk")
+    for s in samples:
+        p = s.pop("act__payload")
+        s["act swap"] = None if p is None else (p >> swap_bit) & 1
+    start = next(i for i, s in enumerate(samples) if s["rst"] == 0)
+    fire = {k: [i for i, s in enumerate(samples) if s[f"{k}__valid"] == 1 and s[f"{k}__ready"] == 1]
+            for k in ("wgt", "act", "out")}
+    first = fire["wgt"][0]
+    sched = mxu_schedule(cfg.rows, cfg.cols, cfg.stages, tiles)
+    origin = sched.tiles[0].load
+    beats = {"wgt": 2 * cfg.rows, "act": tiles[0] + tiles[1], "out": tiles[0] + tiles[1]}  # two tiles
+    model = {"wgt": [c - origin for c in sched.weight_cycles(cfg.rows)][:beats["wgt"]],
+             "act": [c - origin for c in sched.act_cycles()][:beats["act"]],
+             "out": [c - origin for c in sched.output_cycles][:beats["out"]]}
+    rtl = {k: [c - first for c in v][:beats[k]] for k, v in fire.items()}
+    end = first + model["out"][-1] + 2
+    shown = ["wgt__valid", "wgt__ready", "act__valid", "act__ready", "act swap", *rows_swap, "out__valid",
+             "out__ready"]
+    window = samples[max(0, start - 1):end]
+    source = {"signal": [{"name": "clk", "wave": "p" + "." * (len(window) - 1)}]
+              + [{"name": n, "wave": _wave([s[n] for s in window])} for n in shown],
+              "head": {"text": f"{cfg.rows}x{cfg.cols} {cfg.fmt}, L = {cfg.stages}: two weight tiles "
+                               f"({tiles[0]} and {tiles[1]} activation beats), cycles from reset release",
+                       "tick": 0},
+              "config": {"hscale": 1}}
+    (work / "tile.svg").write_text(yowasp_wavedrom.render(source))
+    (work / "tile.wavedrom.json").write_text(json.dumps(source))
+    return {"svg": "tile.svg", "vcd": "tile.vcd", "wavedrom": "tile.wavedrom.json", "simulator": "icarus",
+            "testbench": "verif.tb.mxu_tb:tiles_back_to_back", "seed": seed, "tiles": tiles[:2],
+            "cycles_shown": len(window), "rtl": rtl, "model": model, "matches": rtl == model,
+            "latency_cycles": sched.latency_cycles, "gap_cycles": sched.gap_cycles,
+            "hold_cycles": sched.hold_cycles}
+
+
+def cycle_figures(cfg, gemms=None, util_k: int | None = None, util_n: int | None = None,
+                  util_m=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> dict:
+    """The cycle model against SCALE-Sim v2's weight-stationary count and the ideal for ``gemms``
+    ((M, K, N) triples; default: one tile, 4 x 4 tiles, 256^3), and the utilization (ideal / model)
+    against M for K = ``util_k`` (default 4 R) and N = ``util_n`` (default 4 C)."""
+    from verif.cycles import gemm_cycles, ideal_cycles, scalesim_ws_cycles
+
+    R, C, L = cfg.rows, cfg.cols, cfg.stages
+    gemms = gemms or [(R, R, C), (4 * R, 4 * R, 4 * C), (256, 256, 256)]
+    rows = []
+    for m, k, n in gemms:
+        model = gemm_cycles(m, k, n, R, C, L)
+        rows.append({"m": m, "k": k, "n": n, "model": model, "scalesim_ws": scalesim_ws_cycles(m, k, n, R, C),
+                     "ideal": math.ceil(ideal_cycles(m, k, n, R, C)),
+                     "utilization": round(ideal_cycles(m, k, n, R, C) / model, 4)})
+    k, n = util_k or 4 * R, util_n or 4 * C
+    util = [{"m": m, "utilization": round(ideal_cycles(m, k, n, R, C) / gemm_cycles(m, k, n, R, C, L), 4)}
+            for m in util_m]
+    return {"formula": ("tiles of K x N in R x C blocks, each tile's M activation beats back to back; "
+                        f"D = R L + C - 1 = {R * L + C - 1} cycles from a beat to its output, "
+                        f"a new tile's weights load in R = {R} cycles behind the previous tile"),
+            "gemms": rows, "utilization": {"k": k, "n": n, "points": util}}
+
+
+def fpga_figures(cfg, target: str, work: Path | None) -> dict:
+    """``mxu synth``'s out-of-context flow of the array on ``target`` in ``work`` (None: not run), and
+    the ``mxu sweep`` records of this configuration found in the sweep cache."""
+    from sim.runner import build_root
+
+    out = {"target": target, "synth": None, "sweep": []}
+    if work is not None:
+        from hw.generate import mxu_verilog
+        from sim import synth
+        from sim.runner import generate_verilog
+
+        verilog = generate_verilog(lambda: mxu_verilog(cfg, "mxu"), name="mxu", key=cfg)
+        rep = synth.run_flow(verilog, "mxu", target, work, seed=1, block={"block": "mxu", **cfg.as_dict()})
+        clk = rep["fmax"][0] if rep["fmax"] else {}
+        out["synth"] = {"cells": rep["cells"]["block"], "requested_mhz": rep["requested_mhz"],
+                        "achieved_mhz": clk.get("achieved_mhz"), "met": clk.get("met"),
+                        "critical_path": clk.get("critical_path"), "seed": 1}
+    mine = {"block": "mxu", **{k: v for k, v in cfg.as_dict().items() if k != "backpressure"}}
+    for f in sorted((build_root() / "cache" / "sweep").glob("*.json")):
+        rec = json.loads(f.read_text())
+        o = rec.get("options", {})
+        if rec.get("status") == "ok" and all(o.get(k, v) == v for k, v in mine.items()) and "rows" in o:
+            out["sweep"].append({k: rec.get(k) for k in ("options", "lut4", "ff", "dsp", "bram", "achieved_mhz",
+                                                          "requested_mhz", "gemm", "gemm_gmacs")})
+    return out
+
+
+def verification() -> dict:
+    """The mutation campaigns of ``bench/results/mutation.json``: per campaign the block, its
+    configuration, the score and counts, and the date and commit it was run at."""
+    from sim.runner import repo_root
+
+    path = repo_root() / "bench" / "results" / "mutation.json"
+    if not path.is_file():
+        return {"mutation": []}
+    rows = []
+    for c in json.loads(path.read_text())["campaigns"]:
+        s = c["summary"]
+        rows.append({"campaign": c["campaign"], "block": c["block"], "simulator": c["simulator"],
+                     "mutants": s["mutants"], "killed": s["killed"] + s.get("timeout", 0),
+                     "equivalent": s["equivalent"], "survived": s["survived"], "score_pct": s["score_pct"],
+                     "equivalence_depth": c.get("equivalence_depth"),
+                     "regression": c.get("regression"), "date": c.get("date"), "commit": c.get("commit")})
+    return {"mutation": rows, "source": "bench/results/mutation.json"}
+
+
+def collect(cfg, out: Path, *, target: str = "ecp5-85k", synth: bool = True, progress=None) -> dict:
+    """Every section of the report of MXU configuration ``cfg``, its files written into ``out``
+    (the trace, the diagrams); returns the JSON object of ``report.json``."""
+    from hw.generate import manifest
+    from hw.mxu import MXU
+    from sim.cli.files import project_info
+
+    say = progress or (lambda s: None)
+    t0 = time.perf_counter()
+    say("manifest")
+    comp = MXU(cfg)
+    comp._MustUse__silence = True  # only its ports are read
+    man = manifest(comp, cfg, name="mxu", latency_cycles=cfg.latency_cycles, meanings=comp.port_meanings())
+    doc = {"config": {"parameters": {k: {"value": v, "meaning": PARAMETERS[k][0], "unit": PARAMETERS[k][1]}
+                                     for k, v in cfg.as_dict().items()},
+                      "numerics": numerics(cfg.fmt, cfg.subnormals), "ports": man["ports"],
+                      "latency_cycles": man["latency_cycles"]}}
+    say("simulating one tile (Icarus)")
+    doc["timing"] = trace_tile(cfg, out)
+    say("cycle model")
+    doc["cycles"] = cycle_figures(cfg)
+    say("synthesis" if synth else "sweep cache")
+    doc["fpga"] = fpga_figures(cfg, target, out / ".synth" if synth else None)
+    doc["verification"] = verification()
+    doc["project"] = project_info()
+    doc["wall_s"] = round(time.perf_counter() - t0, 1)
+    return doc

@@ -1,0 +1,123 @@
+"""The HTML page of ``mxu report``: one self-contained ``index.html`` rendered from the report's JSON
+(:func:`sim.design_report.collect`) and the images beside it. Styles are inline, images are files in
+the same folder, no script and no network access: the page opens from a file system or an archive."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+__all__ = ["render", "utilization_plot"]
+
+_CSS = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 68em; color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ccc; padding: .25em .6em; }
+th { background: #f3f3f3; text-align: left; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.ok { color: #161; font-weight: bold; } .bad { color: #a11; font-weight: bold; }
+figure { margin: 1em 0; } figcaption { color: #555; font-size: .9em; } .small { color: #555; font-size: .9em; }
+img.wave { max-width: 100%; background: white; }
+"""
+
+
+def _e(x) -> str:
+    return html.escape("-" if x is None else str(x))
+
+
+def _table(head: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="n">{_e(v)}</td>' if i in numeric else f"<td>{_e(v)}</td>"
+                                    for i, v in enumerate(r)) + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def utilization_plot(cycles: dict, path: Path) -> None:
+    """The array's utilization (ideal / model cycles) against M, from ``cycles["utilization"]``, as SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    u = cycles["utilization"]
+    fig, ax = plt.subplots(figsize=(6.5, 3.6), dpi=100)
+    ax.semilogx([p["m"] for p in u["points"]], [100 * p["utilization"] for p in u["points"]], "o-", base=2)
+    ax.set(xlabel="M (activation rows)", ylabel="utilization (%)", ylim=(0, 105),
+           title=f"utilization against M, K = {u['k']}, N = {u['n']} (cycle model)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, format="svg")
+    plt.close(fig)
+
+
+def render(doc: dict, title: str) -> str:
+    """The page's HTML for the report ``doc``; every number on it is read from ``doc``."""
+    c, t, cy, f, v = doc["config"], doc["timing"], doc["cycles"], doc["fpga"], doc["verification"]
+    p = c["parameters"]
+    parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>",
+             f'<p class=small>open-mxu {_e(doc["project"]["version"])}, commit {_e(doc["project"]["git_commit"])}; '
+             f"every figure on this page is in <a href=report.json>report.json</a>.</p>"]
+
+    parts.append("<h2 id=config>Configuration</h2>")
+    parts.append(_table(["parameter", "value", "unit", "meaning"],
+                        [[k, x["value"], x["unit"], x["meaning"]] for k, x in p.items()]))
+    parts.append(f"<p>Latency from an activation beat to its output: <b>{_e(c['latency_cycles'])}</b> cycles.</p>")
+    parts.append("<h3>Numerics contract</h3>" + _table(["", "rule"], [list(r) for r in c["numerics"]]))
+    parts.append("<h3>Ports</h3>" + _table(["port", "direction", "bits", "meaning"],
+                                            [[q["name"], q["direction"], q["width_bits"], q["meaning"]]
+                                             for q in c["ports"]], {2}))
+
+    parts.append("<h2 id=timing>Timing of two tiles</h2>")
+    verdict = ('<span class="ok">as the cycle model predicts</span>' if t["matches"]
+               else '<span class="bad">NOT as the cycle model predicts</span>')
+    parts.append(f'<figure><img class=wave src="{_e(t["svg"])}" alt="timing diagram of two weight tiles">'
+                 f"<figcaption>The generated Verilog in {_e(t['simulator'])} ({_e(t['testbench'])}, seed "
+                 f"{_e(t['seed'])}): weight beats, the swap beat of each tile and its wavefront down the rows "
+                 f"(each row's first PE), activations and outputs, sampled at every rising clock edge. "
+                 f"Waveform: <a href=\"{_e(t['vcd'])}\">{_e(t['vcd'])}</a> (GTKWave, Surfer).</figcaption></figure>")
+    parts.append(f"<p>Beat cycles read from the trace, counted from the first weight beat: {verdict}.</p>")
+    parts.append(_table(["beats", "RTL (trace)", "cycle model"],
+                        [[k, " ".join(map(str, t["rtl"][k])), " ".join(map(str, t["model"][k]))]
+                         for k in ("wgt", "act", "out")]))
+
+    parts.append("<h2 id=cycles>Cycle counts</h2>")
+    parts.append(f"<p>Cycle model: {_e(cy['formula'])}.</p>")
+    parts.append(_table(["M", "K", "N", "cycle model", "SCALE-Sim v2 WS", "ideal MKN/RC", "utilization"],
+                        [[g["m"], g["k"], g["n"], g["model"], g["scalesim_ws"], g["ideal"],
+                          f"{100 * g['utilization']:.1f} %"] for g in cy["gemms"]], {0, 1, 2, 3, 4, 5, 6}))
+    parts.append('<figure><img src="utilization.svg" alt="utilization against M"></figure>')
+
+    parts.append(f"<h2 id=fpga>FPGA ({_e(f['target'])})</h2>")
+    if f["synth"]:
+        s = f["synth"]
+        cells = s["cells"]
+        parts.append(_table(["LUT4", "FF", "carry", "DSP", "block RAM", "requested MHz", "achieved MHz", "met"],
+                            [[cells.get("lut4"), cells.get("ff"), cells.get("carry"), cells.get("dsp"),
+                              cells.get("bram"), s["requested_mhz"], s["achieved_mhz"], s["met"]]],
+                            set(range(7))))
+        if s.get("critical_path"):
+            cp = s["critical_path"]
+            parts.append(f"<p>Critical path: {_e(cp.get('from_cell'))} to {_e(cp.get('to_cell'))}, "
+                         f"{_e(cp.get('delay_ns'))} ns, {_e(cp.get('logic_levels'))} logic levels.</p>")
+    else:
+        parts.append("<p>Not synthesized for this report (<code>--no-synth</code>).</p>")
+    if f["sweep"]:
+        parts.append("<h3>From <code>mxu sweep</code></h3>")
+        parts.append(_table(["options", "LUT4", "FF", "DSP", "achieved MHz", "GMAC/s"],
+                            [[json.dumps(r["options"]), r["lut4"], r["ff"], r["dsp"], r["achieved_mhz"],
+                              r["gemm_gmacs"]] for r in f["sweep"]], {1, 2, 3, 4, 5}))
+
+    parts.append("<h2 id=verification>Verification</h2>")
+    if v["mutation"]:
+        parts.append("<p>Mutation testing (<code>mxu mutate</code>): one-point bugs of each block and the share "
+                     "its regression catches, equivalent mutants left out.</p>")
+        parts.append(_table(["campaign", "block", "simulator", "mutants", "killed", "equivalent", "survived",
+                             "score", "date", "commit"],
+                            [[r["campaign"], r["block"], r["simulator"], r["mutants"], r["killed"],
+                              r["equivalent"] if r["equivalence_depth"] else "not checked", r["survived"],
+                              f"{r['score_pct']:.1f} %", r["date"], r["commit"]]
+                             for r in v["mutation"]], {3, 4, 5, 6, 7}))
+    parts.append("</body></html>")
+    return "\n".join(parts)

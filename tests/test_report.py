@@ -1,0 +1,177 @@
+"""``mxu report``: the design-review page of one MXU configuration, built with --no-synth for a small
+array: the page parses, every image and link it references is beside it, its numbers are
+report.json's, and the timing diagram's beats are the generated RTL's, at the cycle model's cycles."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Page(HTMLParser):
+    """Every referenced file (img src, a href) and the text of the page; fails on a tag closed that
+    was not open."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs, self.text, self.open = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.refs.append(a["src"])
+        if tag == "a":
+            self.refs.append(a["href"])
+        if tag not in ("meta", "img", "br", "hr", "link"):
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes {self.open[-1:]}"
+        self.open.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "r"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sim.cli",
+            "report",
+            "--rows",
+            "2",
+            "--cols",
+            "3",
+            "--fmt",
+            "int8",
+            "--stages",
+            "1",
+            "--no-synth",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "MXU_PROGRESS": "0"},
+    )
+    assert r.returncode == 0, r.stderr
+    return out, json.loads((out / "report.json").read_text()), json.loads(r.stdout)
+
+
+@pytest.mark.cocotb
+def test_page_parses_and_its_files_are_beside_it(report):
+    out, doc, printed = report
+    assert sorted(p.name for p in out.iterdir()) == [
+        "index.html",
+        "report.json",
+        "tile.svg",
+        "tile.vcd",
+        "tile.wavedrom.json",
+        "utilization.svg",
+    ]
+    page = _Page()
+    page.feed((out / "index.html").read_text())
+    page.close()
+    assert page.open == []
+    assert sorted(set(page.refs)) == ["report.json", "tile.svg", "tile.vcd", "utilization.svg"]
+    for ref in page.refs:
+        assert (out / ref).is_file() and (out / ref).stat().st_size > 0, ref
+    assert (out / "tile.svg").read_text().startswith("<svg") and "row_1.swap" in (out / "tile.svg").read_text()
+    assert printed["timing_matches_model"] is True and printed["page"] == str(out / "index.html")
+
+
+@pytest.mark.cocotb
+def test_the_traced_beats_are_at_the_cycle_models_cycles(report):
+    """2x3 int8, L = 1, tiles of 3 and 2 beats: the cycles read from the Icarus trace of the
+    generated Verilog, counted from the first weight beat."""
+    _, doc, _ = report
+    t = doc["timing"]
+    expected = {"wgt": [0, 1, 5, 6], "act": [3, 4, 5, 8, 9], "out": [7, 8, 9, 12, 13]}
+    assert t["rtl"] == expected and t["model"] == expected and t["matches"] is True
+    assert (t["tiles"], t["latency_cycles"], t["simulator"]) == ([3, 2], 4, "icarus")
+    wave = json.loads((Path(report[0]) / "tile.wavedrom.json").read_text())
+    names = [s["name"] for s in wave["signal"]]
+    assert names == [
+        "clk",
+        "wgt__valid",
+        "wgt__ready",
+        "act__valid",
+        "act__ready",
+        "act swap",
+        "row_0.swap",
+        "row_1.swap",
+        "out__valid",
+        "out__ready",
+    ]
+    assert all(len(s["wave"]) == t["cycles_shown"] for s in wave["signal"])
+
+
+@pytest.mark.cocotb
+def test_the_pages_numbers_are_report_json(report):
+    out, doc, _ = report
+    page = _Page()
+    page.feed((out / "index.html").read_text())
+    text = " ".join(page.text)
+    c = doc["config"]
+    assert c["parameters"]["rows"]["value"] == 2 and c["latency_cycles"] == 4
+    assert [p["name"] for p in c["ports"]][:2] == ["clk", "rst"]
+    assert [(g["m"], g["k"], g["n"], g["model"], g["scalesim_ws"], g["ideal"]) for g in doc["cycles"]["gemms"]] == [
+        (2, 2, 3, 9, 7, 2),
+        (8, 8, 12, 135, 208, 128),
+        (256, 256, 256, 2818055, 2873088, 2796203),
+    ]
+    for g in doc["cycles"]["gemms"]:
+        assert str(g["model"]) in text and str(g["scalesim_ws"]) in text
+    for p in c["ports"]:
+        assert p["meaning"] in text
+    for m in doc["verification"]["mutation"]:
+        assert m["campaign"] in text and f"{m['score_pct']:.1f} %" in text
+    assert doc["fpga"]["synth"] is None and "Not synthesized for this report" in text
+    assert "int32, two's-complement wrap-around (never saturates)" in text
+
+
+@pytest.mark.cocotb
+def test_page_renders_in_headless_chromium(report, tmp_path):
+    """Debian's chromium (Playwright's driver, not its browser download) loads the page: no console
+    error, no failed request, every image decoded with a width, a page taller than a screen."""
+    import os
+    import shutil
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI=true and chromium is missing (.ci/run installs Debian's chromium)", pytrace=False)
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    out = report[0]
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+        page.goto((out / "index.html").as_uri())
+        page.wait_for_load_state("load")
+        images = page.evaluate("Array.from(document.images).map(i => [i.getAttribute('src'), i.naturalWidth])")
+        height = page.evaluate("document.body.scrollHeight")
+        h1 = page.inner_text("h1")
+        page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert sorted(src for src, _ in images) == ["tile.svg", "utilization.svg"]
+    assert all(width > 300 for _, width in images), images
+    assert height > 900 and h1 == "open-mxu design review: 2x3 int8 (ftz), 1 pipeline stage"
+    assert (tmp_path / "page.png").stat().st_size > 10_000
