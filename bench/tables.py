@@ -581,6 +581,51 @@ def mutation(d) -> Table:
     )
 
 
+def sweep(d) -> Table:
+    """One row per point of an ``mxu sweep`` (its sweep.json): configuration, status, cells, Fmax and
+    the GEMM's throughput at that Fmax."""
+    rows = []
+    for r in d["records"]:
+        o = r["options"]
+        size = f"{o['rows']}x{o['cols']}" if "rows" in o else "-"
+        ok = r["status"] == "ok"
+        rows.append(
+            [
+                o["block"],
+                size,
+                o.get("fmt", "-"),
+                _n(o.get("stages", 2)),
+                o["target"],
+                _n(o.get("seed", 1)),
+                r["status"],
+                *([_n(r[k]) for k in ("lut4", "ff", "dsp", "bram")] if ok else ["-"] * 4),
+                _n(r["achieved_mhz"]) if ok else "-",
+                r["gemm"],
+                _n(r["gemm_gmacs"]) if ok else "-",
+            ]
+        )
+    return Table(
+        [
+            "block",
+            "array",
+            "fmt",
+            "stages",
+            "target",
+            "seed",
+            "status",
+            "LUT4",
+            "FF",
+            "DSP",
+            "BRAM",
+            "Fmax (MHz)",
+            "GEMM",
+            "GMAC/s",
+        ],
+        rows,
+        derived={"GMAC/s": "M K N / cycle model's cycles x Fmax (MHz) / 1000"},
+    )
+
+
 TABLES: dict[str, tuple[Callable, bool]] = {
     "gemm": (gemm, False),
     "gemm_perf": (gemm_perf, False),
@@ -602,6 +647,7 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
     "fmax_system": (lambda d: fmax(d, hbm=False), False),
     "mutation": (mutation, False),
+    "sweep": (sweep, False),
 }
 
 

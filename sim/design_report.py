@@ -5,6 +5,8 @@ Sections (keys of :func:`collect`'s result):
 
 * ``config``: every parameter with its value, meaning and unit; the numerics contract for it; the
   port table and latency from the generated Verilog's manifest.
+* ``hierarchy``: the component tree of the elaborated design (:func:`sim.diagram.hierarchy`) and its
+  block diagram, generated from the design, not drawn by hand.
 * ``timing``: one run of the MXU testbench's ``tiles_back_to_back`` (two tiles) on the generated
   Verilog in Icarus, its VCD kept beside the page; the ports and each row's swap bit sampled at every
   rising clock edge and drawn as a WaveDrom diagram (``yowasp-wavedrom``); the cycles of the weight,
@@ -260,10 +262,15 @@ def collect(cfg, out: Path, *, target: str = "ecp5-85k", synth: bool = True, pro
     comp = MXU(cfg)
     comp._MustUse__silence = True  # only its ports are read
     man = manifest(comp, cfg, name="mxu", latency_cycles=cfg.latency_cycles, meanings=comp.port_meanings())
+    from sim.diagram import block_svg, hierarchy
+
+    tree = hierarchy(MXU(cfg), "mxu")
+    (out / "block.svg").write_text(block_svg(tree))
     doc = {"config": {"parameters": {k: {"value": v, "meaning": PARAMETERS[k][0], "unit": PARAMETERS[k][1]}
                                      for k, v in cfg.as_dict().items()},
                       "numerics": numerics(cfg.fmt, cfg.subnormals), "ports": man["ports"],
-                      "latency_cycles": man["latency_cycles"]}}
+                      "latency_cycles": man["latency_cycles"]},
+           "hierarchy": {"svg": "block.svg", "tree": tree}}
     say("simulating one tile (Icarus)")
     doc["timing"] = trace_tile(cfg, out)
     say("cycle model")

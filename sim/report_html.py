@@ -69,6 +69,11 @@ def render(doc: dict, title: str) -> str:
                                             [[q["name"], q["direction"], q["width_bits"], q["meaning"]]
                                              for q in c["ports"]], {2}))
 
+    hier = doc["hierarchy"]
+    parts.append("<h2 id=blocks>Block diagram</h2>")
+    parts.append(f'<figure><img src="{_e(hier["svg"])}" alt="block diagram"><figcaption>The component hierarchy '
+                 "of the elaborated design (submodules as named in the Verilog) and the top's streams with "
+                 "their payload widths, generated from the design.</figcaption></figure>")
     parts.append("<h2 id=timing>Timing of two tiles</h2>")
     verdict = ('<span class="ok">as the cycle model predicts</span>' if t["matches"]
                else '<span class="bad">NOT as the cycle model predicts</span>')

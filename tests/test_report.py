@@ -74,6 +74,7 @@ def report(tmp_path_factory):
 def test_page_parses_and_its_files_are_beside_it(report):
     out, doc, printed = report
     assert sorted(p.name for p in out.iterdir()) == [
+        "block.svg",
         "index.html",
         "report.json",
         "tile.svg",
@@ -85,7 +86,7 @@ def test_page_parses_and_its_files_are_beside_it(report):
     page.feed((out / "index.html").read_text())
     page.close()
     assert page.open == []
-    assert sorted(set(page.refs)) == ["report.json", "tile.svg", "tile.vcd", "utilization.svg"]
+    assert sorted(set(page.refs)) == ["block.svg", "report.json", "tile.svg", "tile.vcd", "utilization.svg"]
     for ref in page.refs:
         assert (out / ref).is_file() and (out / ref).stat().st_size > 0, ref
     assert (out / "tile.svg").read_text().startswith("<svg") and "row_1.swap" in (out / "tile.svg").read_text()
@@ -138,6 +139,17 @@ def test_the_pages_numbers_are_report_json(report):
         assert p["meaning"] in text
     for m in doc["verification"]["mutation"]:
         assert m["campaign"] in text and f"{m['score_pct']:.1f} %" in text
+    tree = doc["hierarchy"]["tree"]
+    assert (tree["name"], tree["class"]) == ("mxu", "MXU")
+    assert [(r["name"], [p["name"] for p in r["children"]]) for r in tree["children"]] == [
+        ("row_0", ["pe_0", "pe_1", "pe_2"]),
+        ("row_1", ["pe_0", "pe_1", "pe_2"]),
+    ]
+    assert [(p["name"], p["dir"], p["bits"]) for p in tree["ports"]] == [
+        ("act", "in", 113),
+        ("wgt", "in", 24),
+        ("out", "out", 96),
+    ]
     assert doc["fpga"]["synth"] is None and "Not synthesized for this report" in text
     assert "int32, two's-complement wrap-around (never saturates)" in text
 
@@ -171,7 +183,7 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
         browser.close()
     assert errors == []
-    assert sorted(src for src, _ in images) == ["tile.svg", "utilization.svg"]
+    assert sorted(src for src, _ in images) == ["block.svg", "tile.svg", "utilization.svg"]
     assert all(width > 300 for _, width in images), images
     assert height > 900 and h1 == "open-mxu design review: 2x3 int8 (ftz), 1 pipeline stage"
     assert (tmp_path / "page.png").stat().st_size > 10_000

@@ -24,7 +24,7 @@ from .options import (
 __all__ = ["add_parser", "run", "OUT_FILES"]
 
 #: what ``mxu report`` writes into OUT, all together or none
-OUT_FILES = ("index.html", "report.json", "tile.svg", "tile.vcd", "tile.wavedrom.json", "utilization.svg")
+OUT_FILES = ("index.html", "report.json", "block.svg", "tile.svg", "tile.vcd", "tile.wavedrom.json", "utilization.svg")
 
 #: arrays above this many PEs are refused: the page simulates the array in Icarus (about 2,000 PE
 #: cycles per second for bf16)
@@ -39,9 +39,10 @@ def add_parser(sub) -> None:
         "report", help="a design-review page of one MXU configuration: index.html and report.json",
         description="Write OUT/index.html, a self-contained page for a design review of one MXU configuration, "
                     "and OUT/report.json with every number on it: every parameter with meaning and unit, the "
-                    "numerics contract and the port table; a timing diagram of two weight tiles drawn "
-                    "(WaveDrom) from a simulation of the generated Verilog in Icarus, its VCD beside the page, "
-                    "and the beat cycles read from that trace against the cycle model; the cycle model against "
+                    "numerics contract and the port table; a block diagram generated from the design's "
+                    "hierarchy; a timing diagram of two weight tiles drawn (WaveDrom) from a simulation of "
+                    "the generated Verilog in Icarus, its VCD beside the page, and the beat cycles read from "
+                    "that trace against the cycle model; the cycle model against "
                     "SCALE-Sim v2's weight-stationary count and the utilization against M; the array's "
                     "resources and Fmax on --target (mxu synth's flow, unless --no-synth) and the mxu sweep "
                     "records of this configuration; the mutation score of each block. Parameters come from "
