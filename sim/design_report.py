@@ -205,7 +205,8 @@ def cycle_figures(cfg, gemms=None, util_k: int | None = None, util_n: int | None
 
 def fpga_figures(cfg, target: str, work: Path | None) -> dict:
     """``mxu synth``'s out-of-context flow of the array on ``target`` in ``work`` (None: not run), and
-    the ``mxu sweep`` records of this configuration found in the sweep cache."""
+    the ``mxu sweep`` records of this configuration on ``target`` found in the sweep cache (every seed
+    and requested frequency)."""
     from sim.runner import build_root
 
     out = {"target": target, "synth": None, "sweep": []}
@@ -220,11 +221,19 @@ def fpga_figures(cfg, target: str, work: Path | None) -> dict:
         out["synth"] = {"cells": rep["cells"]["block"], "requested_mhz": rep["requested_mhz"],
                         "achieved_mhz": clk.get("achieved_mhz"), "met": clk.get("met"),
                         "critical_path": clk.get("critical_path"), "seed": 1}
-    mine = {"block": "mxu", **{k: v for k, v in cfg.as_dict().items() if k != "backpressure"}}
+    from hw.mxu import MXUConfig
+
+    keys = ("rows", "cols", "fmt", "subnormals", "stages", "backpressure")
     for f in sorted((build_root() / "cache" / "sweep").glob("*.json")):
         rec = json.loads(f.read_text())
         o = rec.get("options", {})
-        if rec.get("status") == "ok" and all(o.get(k, v) == v for k, v in mine.items()) and "rows" in o:
+        if rec.get("status") != "ok" or o.get("block") != "mxu" or "preset" in o or o.get("target") != target:
+            continue
+        try:  # the sweep's options with MXUConfig's defaults for the ones it did not give
+            same = MXUConfig(**{k: o[k] for k in keys if k in o}) == cfg
+        except (TypeError, ValueError):
+            continue
+        if same:
             out["sweep"].append({k: rec.get(k) for k in ("options", "lut4", "ff", "dsp", "bram", "achieved_mhz",
                                                           "requested_mhz", "gemm", "gemm_gmacs")})
     return out

@@ -187,3 +187,41 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
     assert all(width > 300 for _, width in images), images
     assert height > 900 and h1 == "open-mxu design review: 2x3 int8 (ftz), 1 pipeline stage"
     assert (tmp_path / "page.png").stat().st_size > 10_000
+
+
+def test_sweep_records_of_the_configuration_only(tmp_path, monkeypatch):
+    """The FPGA section lists the sweep's records of this array on this target: options the sweep
+    left out take MXUConfig's defaults (a point without ``backpressure`` has it)."""
+    from hw.mxu import MXUConfig
+    from sim.design_report import fpga_figures
+
+    monkeypatch.setenv("MXU_BUILD_DIR", str(tmp_path))
+    cache = tmp_path / "cache" / "sweep"
+    cache.mkdir(parents=True)
+    base = {"block": "mxu", "target": "ecp5-85k", "rows": 4, "cols": 4, "fmt": "int8"}
+    records = {
+        "a": {**base},
+        "b": {**base, "stages": 2, "backpressure": True, "seed": 3},
+        "c": {**base, "backpressure": False},
+        "d": {**base, "stages": 4},
+        "e": {**base, "target": "ecp5-25k"},
+        "f": {**base, "rows": 8, "cols": 8},
+    }
+    for key, options in records.items():
+        rec = {
+            "options": options,
+            "status": "ok",
+            "lut4": ord(key),
+            "ff": 1,
+            "dsp": 16,
+            "bram": 0,
+            "achieved_mhz": 100.0,
+            "requested_mhz": 100,
+            "gemm": "8x8x8",
+            "gemm_gmacs": 1.0,
+        }
+        (cache / f"{key}.json").write_text(json.dumps(rec))
+    (cache / "g.json").write_text(json.dumps({"options": base, "status": "does-not-fit", "error": "x"}))
+    got = fpga_figures(MXUConfig(4, 4, "int8", "ftz", 2), "ecp5-85k", None)
+    assert got["synth"] is None
+    assert [r["lut4"] for r in got["sweep"]] == [ord("a"), ord("b")]
