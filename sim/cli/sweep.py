@@ -142,7 +142,7 @@ def run(args) -> int:
                 tmp / name,
                 xlabel="LUT4 (block)",
                 ylabel=ylabel,
-                title=f"{args.spec.name}: {ylabel} against LUT4",
+                title=f"{args.spec.name}: Pareto front",
             ):
                 files[name] = tmp / name
         write_outputs(args.out, files)
