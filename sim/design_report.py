@@ -203,24 +203,26 @@ def cycle_figures(cfg, gemms=None, util_k: int | None = None, util_n: int | None
             "gemms": rows, "utilization": {"k": k, "n": n, "points": util}}
 
 
-def fpga_figures(cfg, target: str, work: Path | None) -> dict:
-    """``mxu synth``'s out-of-context flow of the array on ``target`` in ``work`` (None: not run), and
-    the ``mxu sweep`` records of this configuration on ``target`` found in the sweep cache (every seed
-    and requested frequency)."""
+def fpga_figures(cfg, target: str, resolve=None) -> dict:
+    """``mxu synth``'s out-of-context flow of the array on ``target`` (seed 1, 100 MHz requested) as a
+    sweep point, from the sweep cache when it holds it (``resolve``: ``sim.cli.sweep.resolve_point``;
+    None: not synthesized); the ``mxu sweep`` records of this configuration on ``target`` in the cache
+    (every seed and requested frequency); and ``per_pe``: LUT4 and flip-flops per PE and Fmax of every
+    cached array of this format and subnormal mode on ``target`` (any size, stages, back-pressure)."""
     from sim.runner import build_root
 
-    out = {"target": target, "synth": None, "sweep": []}
-    if work is not None:
-        from hw.generate import mxu_verilog
-        from sim import synth
-        from sim.runner import generate_verilog
+    out = {"target": target, "synth": None, "sweep": [], "per_pe": []}
+    if resolve is not None:
+        from sim import sweep
 
-        verilog = generate_verilog(lambda: mxu_verilog(cfg, "mxu"), name="mxu", key=cfg)
-        rep = synth.run_flow(verilog, "mxu", target, work, seed=1, block={"block": "mxu", **cfg.as_dict()})
-        clk = rep["fmax"][0] if rep["fmax"] else {}
-        out["synth"] = {"cells": rep["cells"]["block"], "requested_mhz": rep["requested_mhz"],
-                        "achieved_mhz": clk.get("achieved_mhz"), "met": clk.get("met"),
-                        "critical_path": clk.get("critical_path"), "seed": 1}
+        rec = sweep.run_cached(sweep.make_point({"block": "mxu", **cfg.as_dict(), "target": target, "seed": 1,
+                                                 "freq": 100}), resolve)
+        if rec["status"] != "ok":
+            raise RuntimeError(f"synthesis of the array on {target}: {rec['status']}: {rec.get('error')}")
+        out["synth"] = {"cells": {k: rec[k] for k in ("lut4", "ff", "carry", "dsp", "bram", "lutram")},
+                        "requested_mhz": rec["requested_mhz"], "achieved_mhz": rec["achieved_mhz"],
+                        "met": rec["met"], "critical_path": rec["critical_path"], "seed": 1,
+                        "cached": rec["cached"]}
     from hw.mxu import MXUConfig
 
     keys = ("rows", "cols", "fmt", "subnormals", "stages", "backpressure")
@@ -230,12 +232,19 @@ def fpga_figures(cfg, target: str, work: Path | None) -> dict:
         if rec.get("status") != "ok" or o.get("block") != "mxu" or "preset" in o or o.get("target") != target:
             continue
         try:  # the sweep's options with MXUConfig's defaults for the ones it did not give
-            same = MXUConfig(**{k: o[k] for k in keys if k in o}) == cfg
+            other = MXUConfig(**{k: o[k] for k in keys if k in o})
         except (TypeError, ValueError):
             continue
-        if same:
+        if other == cfg:
             out["sweep"].append({k: rec.get(k) for k in ("options", "lut4", "ff", "dsp", "bram", "achieved_mhz",
                                                           "requested_mhz", "gemm", "gemm_gmacs")})
+        if (other.fmt, other.subnormals) == (cfg.fmt, cfg.subnormals):
+            out["per_pe"].append({"rows": other.rows, "cols": other.cols, "stages": other.stages,
+                                  "backpressure": other.backpressure, "seed": o.get("seed", 1),
+                                  "lut4_per_pe": round(rec["lut4"] / (other.rows * other.cols), 1),
+                                  "ff_per_pe": round(rec["ff"] / (other.rows * other.cols), 1),
+                                  "achieved_mhz": rec.get("achieved_mhz")})
+    out["per_pe"].sort(key=lambda r: (r["rows"] * r["cols"], r["rows"], r["backpressure"], r["stages"], r["seed"]))
     return out
 
 
@@ -258,9 +267,10 @@ def verification() -> dict:
     return {"mutation": rows, "source": "bench/results/mutation.json"}
 
 
-def collect(cfg, out: Path, *, target: str = "ecp5-85k", synth: bool = True, progress=None) -> dict:
+def collect(cfg, out: Path, *, target: str = "ecp5-85k", resolve=None, progress=None) -> dict:
     """Every section of the report of MXU configuration ``cfg``, its files written into ``out``
-    (the trace, the diagrams); returns the JSON object of ``report.json``."""
+    (the trace, the diagrams); returns the JSON object of ``report.json``. ``resolve``: synthesize
+    the array (:func:`fpga_figures`); None leaves the synthesis out."""
     from hw.generate import manifest
     from hw.mxu import MXU
     from sim.cli.files import project_info
@@ -284,8 +294,8 @@ def collect(cfg, out: Path, *, target: str = "ecp5-85k", synth: bool = True, pro
     doc["timing"] = trace_tile(cfg, out)
     say("cycle model")
     doc["cycles"] = cycle_figures(cfg)
-    say("synthesis" if synth else "sweep cache")
-    doc["fpga"] = fpga_figures(cfg, target, out / ".synth" if synth else None)
+    say("synthesis" if resolve else "sweep cache")
+    doc["fpga"] = fpga_figures(cfg, target, resolve)
     doc["verification"] = verification()
     doc["project"] = project_info()
     doc["wall_s"] = round(time.perf_counter() - t0, 1)

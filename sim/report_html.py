@@ -8,7 +8,7 @@ import html
 import json
 from pathlib import Path
 
-__all__ = ["render", "utilization_plot"]
+__all__ = ["render", "utilization_plot", "per_pe_plot"]
 
 _CSS = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 68em; color: #222; }
@@ -49,6 +49,31 @@ def utilization_plot(cycles: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, format="svg")
     plt.close(fig)
+
+
+def per_pe_plot(fpga: dict, path: Path) -> bool:
+    """LUT4 per PE against pipeline stages, one line per swept array size and back-pressure mode, from
+    ``fpga["per_pe"]`` (seed 1 of each), as SVG; False (nothing written) when the sweep has none."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = [r for r in fpga["per_pe"] if r["seed"] == 1]
+    if not pts:
+        return False
+    fig, ax = plt.subplots(figsize=(6.5, 3.6), dpi=100)
+    for key in dict.fromkeys((r["rows"], r["cols"], r["backpressure"]) for r in pts):
+        line = sorted((r for r in pts if (r["rows"], r["cols"], r["backpressure"]) == key), key=lambda r: r["stages"])
+        label = f"{key[0]}x{key[1]}" + ("" if key[2] else ", no back-pressure")
+        ax.plot([r["stages"] for r in line], [r["lut4_per_pe"] for r in line], "o-", label=label)
+    ax.set(xlabel="pipeline stages per MAC", ylabel="LUT4 per PE", title=f"LUT4 per PE ({fpga['target']}, mxu sweep)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="svg")
+    plt.close(fig)
+    return True
 
 
 def render(doc: dict, title: str) -> str:
@@ -113,6 +138,14 @@ def render(doc: dict, title: str) -> str:
         parts.append(_table(["options", "LUT4", "FF", "DSP", "achieved MHz", "GMAC/s"],
                             [[json.dumps(r["options"]), r["lut4"], r["ff"], r["dsp"], r["achieved_mhz"],
                               r["gemm_gmacs"]] for r in f["sweep"]], {1, 2, 3, 4, 5}))
+
+    if f["per_pe"]:
+        parts.append("<h3>LUT4 per PE against pipeline stages</h3>")
+        if f.get("per_pe_svg"):
+            parts.append(f'<figure><img src="{_e(f["per_pe_svg"])}" alt="LUT4 per PE against stages"></figure>')
+        parts.append(_table(["array", "stages", "back-pressure", "seed", "LUT4 / PE", "FF / PE", "achieved MHz"],
+                            [[f"{r['rows']}x{r['cols']}", r["stages"], r["backpressure"], r["seed"], r["lut4_per_pe"],
+                              r["ff_per_pe"], r["achieved_mhz"]] for r in f["per_pe"]], {1, 3, 4, 5, 6}))
 
     parts.append("<h2 id=verification>Verification</h2>")
     if v["mutation"]:

@@ -38,7 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SPEC_KEYS", "Point", "load_spec", "fingerprint", "run_point", "run_sweep", "pareto", "plot_pareto"]
+__all__ = ["SPEC_KEYS", "Point", "load_spec", "make_point", "fingerprint", "run_point", "run_cached", "run_sweep",
+           "pareto", "plot_pareto"]
 
 #: spec key -> ``mxu synth`` flag: ``None`` for a switch (true adds the flag), a string for a valued
 #: option; ``place`` and ``gemm`` are the sweep's own.
@@ -164,6 +165,43 @@ def load_spec(path: Path, check: Callable[[list[str]], object]) -> list[Point]:
             seen.add(text)
             points.append(Point(options, tuple(argv), gemm, bool(options.get("place", True))))
     return points
+
+
+def make_point(options: dict) -> Point:
+    """The sweep point of ``options`` (spec keys, see the module's docstring), not checked: for a
+    caller that built the options from a checked configuration (``mxu report``'s synthesis)."""
+    options = dict(sorted(options.items()))
+    return Point(options, tuple(_argv(options)), _gemm(options.get("gemm", _DEFAULT_GEMM)),
+                 bool(options.get("place", True)))
+
+
+def _store(cache: Path, key: str, rec: dict) -> None:
+    tmp = cache / f".{key}.json.tmp"
+    tmp.write_text(json.dumps(rec, indent=1))
+    tmp.replace(cache / f"{key}.json")
+
+
+def run_cached(point: Point, resolve: Callable) -> dict:
+    """One point in this process, from the sweep cache when it has the record (``cached`` true), else
+    run (:func:`run_point`) and stored there as a sweep stores it (a failure is not stored)."""
+    import shutil
+
+    from sim.runner import build_root
+
+    cache = build_root() / "cache" / "sweep"
+    cache.mkdir(parents=True, exist_ok=True)
+    key = _key(point, fingerprint())
+    if (cache / f"{key}.json").is_file():
+        return {**json.loads((cache / f"{key}.json").read_text()), "cached": True}
+    point = Point(point.options, point.argv, point.gemm, point.place, key)
+    work = cache / "work" / key
+    try:
+        rec = run_point(point, work, resolve)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if rec["status"] != "failed":
+        _store(cache, key, rec)
+    return {**rec, "cached": False}
 
 
 def fingerprint() -> str:
@@ -326,9 +364,7 @@ def run_sweep(
                         "error": f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}",
                     }
                 if rec["status"] != "failed":
-                    tmp = cache / f".{p.key}.json.tmp"
-                    tmp.write_text(json.dumps(rec, indent=1))
-                    tmp.replace(cache / f"{p.key}.json")
+                    _store(cache, p.key, rec)
                 records[p.key] = {**rec, "cached": False}
                 done += 1
                 if progress:

@@ -40,8 +40,36 @@ class _Page(HTMLParser):
         self.text.append(data)
 
 
+#: sweep records in the report's build folder: two of its format (2x3 and 4x4 int8 on the ECP5-85k),
+#: one of another (bf16), one on another target
+SWEEP = [
+    ({"rows": 2, "cols": 3, "fmt": "int8", "stages": 1}, 60, 300),
+    ({"rows": 4, "cols": 4, "fmt": "int8", "stages": 2, "backpressure": False}, 160, 2224),
+    ({"rows": 2, "cols": 3, "fmt": "bf16", "stages": 1}, 9000, 3000),
+    ({"rows": 2, "cols": 3, "fmt": "int8", "stages": 1, "target": "ecp5-25k"}, 61, 301),
+]
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
+    import os
+
+    build = tmp_path_factory.mktemp("build")
+    (build / "cache" / "sweep").mkdir(parents=True)
+    for i, (options, lut4, ff) in enumerate(SWEEP):
+        rec = {
+            "options": {"block": "mxu", "target": "ecp5-85k", **options},
+            "status": "ok",
+            "lut4": lut4,
+            "ff": ff,
+            "dsp": 6,
+            "bram": 0,
+            "achieved_mhz": 120.5,
+            "requested_mhz": 100,
+            "gemm": "64x64x64",
+            "gemm_gmacs": 0.5,
+        }
+        (build / "cache" / "sweep" / f"{i}.json").write_text(json.dumps(rec))
     out = tmp_path_factory.mktemp("report") / "r"
     r = subprocess.run(
         [
@@ -64,7 +92,7 @@ def report(tmp_path_factory):
         capture_output=True,
         text=True,
         timeout=600,
-        env={**__import__("os").environ, "MXU_PROGRESS": "0"},
+        env={**os.environ, "MXU_PROGRESS": "0", "MXU_BUILD_DIR": str(build)},
     )
     assert r.returncode == 0, r.stderr
     return out, json.loads((out / "report.json").read_text()), json.loads(r.stdout)
@@ -76,6 +104,7 @@ def test_page_parses_and_its_files_are_beside_it(report):
     assert sorted(p.name for p in out.iterdir()) == [
         "block.svg",
         "index.html",
+        "lut4_per_pe.svg",
         "report.json",
         "tile.svg",
         "tile.vcd",
@@ -86,7 +115,14 @@ def test_page_parses_and_its_files_are_beside_it(report):
     page.feed((out / "index.html").read_text())
     page.close()
     assert page.open == []
-    assert sorted(set(page.refs)) == ["block.svg", "report.json", "tile.svg", "tile.vcd", "utilization.svg"]
+    assert sorted(set(page.refs)) == [
+        "block.svg",
+        "lut4_per_pe.svg",
+        "report.json",
+        "tile.svg",
+        "tile.vcd",
+        "utilization.svg",
+    ]
     for ref in page.refs:
         assert (out / ref).is_file() and (out / ref).stat().st_size > 0, ref
     assert (out / "tile.svg").read_text().startswith("<svg") and "row_1.swap" in (out / "tile.svg").read_text()
@@ -151,6 +187,12 @@ def test_the_pages_numbers_are_report_json(report):
         ("out", "out", 96),
     ]
     assert doc["fpga"]["synth"] is None and "Not synthesized for this report" in text
+    assert [r["options"]["rows"] for r in doc["fpga"]["sweep"]] == [2]  # this array, this target
+    assert [(r["rows"], r["cols"], r["stages"], r["lut4_per_pe"], r["ff_per_pe"]) for r in doc["fpga"]["per_pe"]] == [
+        (2, 3, 1, 10.0, 50.0),
+        (4, 4, 2, 10.0, 139.0),
+    ]  # int8 on the ECP5-85k only: 60 / 6, 160 / 16
+    assert doc["fpga"]["per_pe_svg"] == "lut4_per_pe.svg"
     assert "int32, two's-complement wrap-around (never saturates)" in text
 
 
@@ -183,7 +225,7 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
         browser.close()
     assert errors == []
-    assert sorted(src for src, _ in images) == ["block.svg", "tile.svg", "utilization.svg"]
+    assert sorted(src for src, _ in images) == ["block.svg", "lut4_per_pe.svg", "tile.svg", "utilization.svg"]
     assert all(width > 300 for _, width in images), images
     assert height > 900 and h1 == "open-mxu design review: 2x3 int8 (ftz), 1 pipeline stage"
     assert (tmp_path / "page.png").stat().st_size > 10_000
@@ -222,6 +264,6 @@ def test_sweep_records_of_the_configuration_only(tmp_path, monkeypatch):
         }
         (cache / f"{key}.json").write_text(json.dumps(rec))
     (cache / "g.json").write_text(json.dumps({"options": base, "status": "does-not-fit", "error": "x"}))
-    got = fpga_figures(MXUConfig(4, 4, "int8", "ftz", 2), "ecp5-85k", None)
+    got = fpga_figures(MXUConfig(4, 4, "int8", "ftz", 2), "ecp5-85k")
     assert got["synth"] is None
     assert [r["lut4"] for r in got["sweep"]] == [ord("a"), ord("b")]

@@ -23,8 +23,10 @@ from .options import (
 
 __all__ = ["add_parser", "run", "OUT_FILES"]
 
-#: what ``mxu report`` writes into OUT, all together or none
-OUT_FILES = ("index.html", "report.json", "block.svg", "tile.svg", "tile.vcd", "tile.wavedrom.json", "utilization.svg")
+#: what ``mxu report`` writes into OUT, all together or none (lut4_per_pe.svg when the sweep cache has
+#: arrays of this format on the target)
+OUT_FILES = ("index.html", "report.json", "block.svg", "tile.svg", "tile.vcd", "tile.wavedrom.json", "utilization.svg",
+             "lut4_per_pe.svg")
 
 #: arrays above this many PEs are refused: the page simulates the array in Icarus (about 2,000 PE
 #: cycles per second for bf16)
@@ -99,13 +101,21 @@ def run(args) -> int:
         from pathlib import Path
 
         w = Path(work)
-        doc = design_report.collect(cfg, w, target=args.target, synth=not args.no_synth, progress=progress)
+        from .sweep import resolve_point
+
+        doc = design_report.collect(cfg, w, target=args.target, resolve=None if args.no_synth else resolve_point,
+                                    progress=progress)
         report_html.utilization_plot(doc["cycles"], w / "utilization.svg")
+        if report_html.per_pe_plot(doc["fpga"], w / "lut4_per_pe.svg"):
+            doc["fpga"]["per_pe_svg"] = "lut4_per_pe.svg"
         title = (f"open-mxu design review: {cfg.rows}x{cfg.cols} {cfg.fmt} ({cfg.subnormals}), "
                  f"{cfg.stages} pipeline stage{'s' if cfg.stages > 1 else ''}")
         (w / "index.html").write_text(report_html.render(doc, title))
         (w / "report.json").write_text(json.dumps(doc, indent=1))
-        write_outputs(args.out, {name: w / name for name in OUT_FILES})
+        written = [name for name in OUT_FILES if (w / name).exists()]
+        write_outputs(args.out, {name: w / name for name in written})
+        for name in set(OUT_FILES) - set(written):  # a plot of an earlier report this one has no values for
+            (args.out / name).unlink(missing_ok=True)
     finally:
         if bar is not None:
             bar.close()
