@@ -244,7 +244,12 @@ def fpga_figures(cfg, target: str, resolve=None) -> dict:
                                   "lut4_per_pe": round(rec["lut4"] / (other.rows * other.cols), 1),
                                   "ff_per_pe": round(rec["ff"] / (other.rows * other.cols), 1),
                                   "achieved_mhz": rec.get("achieved_mhz")})
-    out["per_pe"].sort(key=lambda r: (r["rows"] * r["cols"], r["rows"], r["backpressure"], r["stages"], r["seed"]))
+    # one per array, stages, back-pressure and seed (a report's point and a sweep's of the same array)
+    seen = {}
+    for r in out["per_pe"]:
+        seen.setdefault((r["rows"], r["cols"], r["stages"], r["backpressure"], r["seed"]), r)
+    out["per_pe"] = sorted(seen.values(),
+                           key=lambda r: (r["rows"] * r["cols"], r["rows"], r["backpressure"], r["stages"], r["seed"]))
     return out
 
 

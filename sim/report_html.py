@@ -68,6 +68,8 @@ def per_pe_plot(fpga: dict, path: Path) -> bool:
         label = f"{key[0]}x{key[1]}" + ("" if key[2] else ", no back-pressure")
         ax.plot([r["stages"] for r in line], [r["lut4_per_pe"] for r in line], "o-", label=label)
     ax.set(xlabel="pipeline stages per MAC", ylabel="LUT4 per PE", title=f"LUT4 per PE ({fpga['target']}, mxu sweep)")
+    ax.set_ylim(bottom=0)
+    ax.set_xticks(sorted({r["stages"] for r in pts}))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
