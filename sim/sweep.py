@@ -21,7 +21,8 @@ AutoTuner runs its flow sweeps): Verilog generation, Yosys, nextpnr (:func:`sim.
 out-of-context flow of ``mxu synth``) and, for blocks with an exact cycle model (``mxu``: the
 weight-stationary tile schedule :func:`verif.cycles.gemm_cycles`), the GEMM's cycles and throughput at
 the achieved Fmax. A point's record is cached under ``<build>/cache/sweep/<hash>.json``, where the hash
-covers the point's options, the project's hardware sources and the tool versions: a sweep that is run
+covers the point's configuration as ``mxu synth`` resolves it (every default filled in), the
+project's hardware sources and the tool versions: a sweep that is run
 again, or resumed after an interrupt, runs only the points it has no record of. A point whose design
 does not fit the part is a result (``does-not-fit``, cached); a tool failure is recorded with its
 message (``failed``, not cached, so it runs again) and does not stop the other points.
@@ -190,7 +191,7 @@ def run_cached(point: Point, resolve: Callable) -> dict:
 
     cache = build_root() / "cache" / "sweep"
     cache.mkdir(parents=True, exist_ok=True)
-    key = _key(point, fingerprint())
+    key = _key(point, fingerprint(), resolve)
     if (cache / f"{key}.json").is_file():
         return {**json.loads((cache / f"{key}.json").read_text()), "cached": True}
     point = Point(point.options, point.argv, point.gemm, point.place, key)
@@ -221,8 +222,20 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
-def _key(point: Point, fp: str) -> str:
-    return hashlib.sha256(json.dumps({"options": point.options, "fp": fp}, sort_keys=True).encode()).hexdigest()[:20]
+def _key(point: Point, fp: str, resolve: Callable) -> str:
+    """The cache key of ``point``: its configuration as ``mxu synth`` resolves it (the block's full
+    configuration with every default filled in, the target, seed, requested MHz and flow switches),
+    so the same array reached through different keys (``subnormals`` given or left to its default)
+    is one record, plus the GEMM and the fingerprint ``fp``."""
+    import dataclasses
+
+    args, _, _, target, _, block = resolve(list(point.argv))
+    freq = target.board_clock_mhz if args.freq is None else float(args.freq)
+    canon = {"block": block, "target": target.name, "seed": args.seed, "freq_mhz": freq, "place": point.place,
+             "dsp": not args.no_dsp, "widelut": args.widelut, "gemm": point.gemm, "fp": fp}
+    text = json.dumps(canon, sort_keys=True, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o)
+                      else str(o))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 def run_point(point: Point, work: Path, resolve: Callable) -> dict:
@@ -316,7 +329,7 @@ def run_sweep(
     cache = build_root() / "cache" / "sweep"
     cache.mkdir(parents=True, exist_ok=True)
     fp = fingerprint()
-    points = [Point(p.options, p.argv, p.gemm, p.place, _key(p, fp)) for p in points]
+    points = [Point(p.options, p.argv, p.gemm, p.place, _key(p, fp, resolve)) for p in points]
     records: dict[str, dict] = {}
     for p in points:
         f = cache / f"{p.key}.json"

@@ -122,3 +122,19 @@ def test_two_point_sweep_on_a_local_ray_instance_is_cached(tmp_path):
     strip = lambda recs: [{k: v for k, v in x.items() if k != "cached"} for x in recs]  # noqa: E731
     assert strip(again["records"]) == strip(doc["records"])
     assert [x["cached"] for x in again["records"]] == [True, True]
+
+
+def test_cache_key_is_the_resolved_configuration():
+    """The same array spelled with or without its defaults is one cache record; another stage count,
+    seed or GEMM is another."""
+    from sim.sweep import _key, make_point
+
+    def key(**options):
+        return _key(
+            make_point({"block": "mxu", "target": "ecp5-85k", "rows": 4, "cols": 4, **options}), "fp", resolve_point
+        )
+
+    base = key()
+    assert key(fmt="bf16", subnormals="ftz", stages=2, backpressure=True, seed=1, gemm="256x256x256") == base
+    assert key(freq=48) == base  # the OrangeCrab's oscillator, mxu synth's default for ecp5-85k
+    assert len({base, key(stages=3), key(seed=2), key(gemm="8x8x8"), key(freq=100), key(place=False)}) == 6
