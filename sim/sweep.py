@@ -335,7 +335,7 @@ def run_sweep(
         f = cache / f"{p.key}.json"
         if f.is_file():
             records[p.key] = {**json.loads(f.read_text()), "cached": True}
-    todo = [p for p in points if p.key not in records]
+    todo = list({p.key: p for p in points if p.key not in records}.values())  # one run per configuration
     done = len(points) - len(todo)
     if progress:
         progress(done)
