@@ -141,7 +141,7 @@ def trace_tile(cfg, work: Path, *, seed: int = 1) -> dict:
                      env={"MXU_TB_CONFIG": json.dumps(conf)}, waves_path=vcd, seed=seed)
     if res.failed or not res.passed:
         raise RuntimeError(f"tiles_back_to_back failed on the traced MXU (log: {res.log})")
-    swap_bit = cfg.rows * (8 if cfg.fmt in ("int8", "fp8_e4m3fn", "fp8_e5m2") else 16) + 32 * cfg.cols
+    swap_bit = cfg.rows * cfg.operand_bits + 32 * cfg.cols  # act payload: Cat(a[R], c[C], swap)
     ports = {n: f"mxu.{n}" for n in ("rst", "wgt__valid", "wgt__ready", "act__valid", "act__ready",
                                      "out__valid", "out__ready", "act__payload")}
     rows_swap = {f"row_{r}.swap": f"mxu.row_{r}.pe_0.swap_q" for r in range(cfg.rows)}

@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SPEC_KEYS", "Point", "load_spec", "make_point", "fingerprint", "run_point", "run_cached", "run_sweep",
-           "pareto", "plot_pareto"]
+__all__ = ["SPEC_KEYS", "Point", "SpecError", "load_spec", "make_point", "fingerprint", "run_point", "run_cached",
+           "run_sweep", "pareto", "plot_pareto"]
 
 #: spec key -> ``mxu synth`` flag: ``None`` for a switch (true adds the flag), a string for a valued
 #: option; ``place`` and ``gemm`` are the sweep's own.
@@ -185,8 +185,6 @@ def _store(cache: Path, key: str, rec: dict) -> None:
 def run_cached(point: Point, resolve: Callable) -> dict:
     """One point in this process, from the sweep cache when it has the record (``cached`` true), else
     run (:func:`run_point`) and stored there as a sweep stores it (a failure is not stored)."""
-    import shutil
-
     from sim.runner import build_root
 
     cache = build_root() / "cache" / "sweep"
@@ -195,11 +193,7 @@ def run_cached(point: Point, resolve: Callable) -> dict:
     if (cache / f"{key}.json").is_file():
         return {**json.loads((cache / f"{key}.json").read_text()), "cached": True}
     point = Point(point.options, point.argv, point.gemm, point.place, key)
-    work = cache / "work" / key
-    try:
-        rec = run_point(point, work, resolve)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    rec = _remote_point(point, str(cache / "work" / key), resolve)
     if rec["status"] != "failed":
         _store(cache, key, rec)
     return {**rec, "cached": False}
@@ -304,6 +298,7 @@ def run_point(point: Point, work: Path, resolve: Callable) -> dict:
 
 
 def _remote_point(point: Point, work: str, resolve: Callable) -> dict:
+    """:func:`run_point` in ``work``, which is removed afterwards (a Ray task, or :func:`run_cached`)."""
     import shutil
 
     try:

@@ -10,16 +10,7 @@ import tempfile
 
 from .errors import UsageError
 from .files import check_build_dir, check_out_dir, progress_enabled, write_outputs
-from .options import (
-    FMTS,
-    SUBNORMALS,
-    add_config_options,
-    check_size,
-    generate_params,
-    out_dir_arg,
-    positive_arg,
-    stages_arg,
-)
+from .options import FMTS, SUBNORMALS, add_config_options, generate_params, out_dir_arg, positive_arg, stages_arg
 
 __all__ = ["add_parser", "run", "OUT_FILES"]
 
@@ -56,6 +47,7 @@ def add_parser(sub) -> None:
     r.add_argument("--subnormals", choices=SUBNORMALS, default=None, help="ftz (default) or ieee")
     r.add_argument("--stages", type=stages_arg, default=None, help="pipeline stages of each MAC, 1..9 (default 2)")
     add_config_options(r)
+    r.set_defaults(block=None)  # generate_params reads it; a report is always of an MXU
     r.add_argument("--no-backpressure", dest="backpressure", action="store_const", const=False, default=None,
                    help="MXU without out__ready")
     r.add_argument("--target", choices=list(TARGETS), default="ecp5-85k",
@@ -71,7 +63,6 @@ def run(args) -> int:
     from hw.mxu import MXUConfig
     from sim import design_report, report_html
 
-    args.block = None
     params = generate_params(args, blocks=("mxu",))
     params.pop("block")
     try:
@@ -81,7 +72,6 @@ def run(args) -> int:
     if cfg.rows * cfg.cols > MAX_PES:
         raise UsageError(f"a {cfg.rows}x{cfg.cols} array has {cfg.rows * cfg.cols} PEs; mxu report simulates the "
                          f"array in Icarus and takes at most {MAX_PES}")
-    check_size(cfg.rows, cfg.cols, args, simulated=True)
     check_out_dir(args.out, OUT_FILES)
     check_build_dir()
     bar = None
