@@ -11,21 +11,12 @@ A full run takes about 5 minutes on 2 cores (one Verilator build per timing set,
 of 80k-160k cycles each). ``--scale`` below about 0.2 makes runs shorter than a few tREFI, where
 refresh has not yet cost its steady-state share and efficiencies can exceed the bounds.
 
-Definitions:
-
-* efficiency = busy data-bus cycles (``burst_cycles`` per RD/WR) / cycles from the first accepted
-  request to the end of the last data burst. Requests are offered back to back and responses are
-  always taken, so the controller, not the traffic source, sets the pace.
-* bounds (each times the refresh factor 1 - tRFC/tREFI): sequential 1; random 32 B (every access
-  opens a row) ``min(1, 4*bc/tFAW, bc/tRRD_S, banks*bc/tRC)``; random 64 B the same with two bursts
-  per ACT; single-bank row conflicts ``bc/tRC`` per burst.
-* REFs still owed at the end of a run (up to ``max_refresh_postpone`` may legally be) are charged
-  at tRFC each in ``efficiency_debt_charged``, which is what ``of_bound`` compares.
-* latency: request accepted -> read response taken (reads) or WR on the pins (writes), by the bank
-  state the request found on arrival (row hit, closed bank, row conflict), or ``refresh_blocked``
-  when a PREA/REF was issued while it waited. The saturated scenarios measure mostly queueing
-  (16 requests ahead); ``unloaded_mix`` offers one request at a time, so its latencies are the
-  controller's own: row hit, closed bank, row conflict, refresh-blocked.
+The scenarios, the efficiency bounds and the refresh-debt charge are
+:mod:`verif.hbm_figures`'s (``mxu report`` measures the same). Latency here is request accepted ->
+read response taken (reads) or WR on the pins (writes), by the bank state the request found on
+arrival (row hit, closed bank, row conflict), or ``refresh_blocked`` when a PREA/REF was issued while
+it waited. The saturated scenarios measure mostly queueing (16 requests ahead); ``unloaded_mix``
+offers one request at a time, so its latencies are the controller's own.
 """
 
 from __future__ import annotations
@@ -39,45 +30,9 @@ from pathlib import Path
 from hw.hbm.config import TIMING_PRESETS, HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from sim.runner import generate_verilog, run_cocotb
+from verif.hbm_figures import UNLOADED, scenarios, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def scenarios(scale: float) -> dict[str, list[dict]]:
-    n = lambda k: max(50, int(k * scale))  # noqa: E731
-    return {
-        "sequential_read": [{"kind": "sequential", "count": n(80000), "write": False}],
-        "sequential_write": [{"kind": "sequential", "count": n(80000), "write": True}],
-        "random_32B_read": [{"kind": "random", "count": n(20000), "write_p": 0.0}],
-        "random_64B_read": [{"kind": "random", "count": n(20000), "write_p": 0.0, "bursts": 2}],
-        "random_32B_mixed": [{"kind": "random", "count": n(20000), "write_p": 0.5, "partial_p": 0.0}],
-        "row_conflict_read": [{"kind": "conflicts", "count": n(3000), "write_p": 0.0}],
-        # one request at a time over 48 addresses (few banks and rows): unloaded latency by category
-        "unloaded_mix": [{"kind": "random", "count": n(4000), "write_p": 0.3, "span_bursts": 48}],
-    }
-
-
-UNLOADED = {"unloaded_mix"}
-
-
-def bound(name: str, cfg: HBMConfig) -> float | None:
-    t, bc = cfg.timing, cfg.timing.burst_cycles
-    refresh = 1 - t.tRFC / t.tREFI
-
-    def act_limited(per_act):
-        return min(1.0, 4 * per_act / t.tFAW, per_act / t.tRRD_S, cfg.banks * per_act / t.tRC)
-
-    if name.startswith("sequential"):
-        return refresh
-    if name == "random_32B_read":
-        return act_limited(bc) * refresh
-    if name == "random_64B_read":
-        return act_limited(2 * bc) * refresh
-    if name in UNLOADED:
-        return None
-    if name == "row_conflict_read":
-        return bc / t.tRC * refresh
-    return None
 
 
 def main(argv=None) -> int:
@@ -124,23 +79,23 @@ def main(argv=None) -> int:
                 print(result.log_tail(), file=sys.stderr)
                 return 1
             s = json.loads(report.read_text())
-            b = bound(name, cfg)
-            t = cfg.timing
-            # REFs still owed at the end (legal: up to max_refresh_postpone) are charged at tRFC each
-            # so that a run cannot look better than the steady state by ending in refresh debt.
-            debt = max(0, s["cycles"] // t.tREFI - s["refreshes"])
-            adjusted = s["data_busy_cycles"] / (s["span_cycles"] + debt * t.tRFC)
+            fig = summarize(name, s, cfg)
             rec = {
                 "timing": tname,
-                "scenario": name,
-                "requests": s["requests"],
-                "cycles": s["cycles"],
-                "efficiency": round(s["efficiency"], 4),
-                "refresh_debt_at_end": debt,
-                "efficiency_debt_charged": round(adjusted, 4),
-                "bound": None if b is None else round(b, 4),
-                "of_bound": None if b is None else round(adjusted / b, 4),
-                "row_hit_rate": round(s["row_hit_rate"], 4),
+                **{
+                    k: fig[k]
+                    for k in (
+                        "scenario",
+                        "requests",
+                        "cycles",
+                        "efficiency",
+                        "refresh_debt_at_end",
+                        "efficiency_debt_charged",
+                        "bound",
+                        "of_bound",
+                        "row_hit_rate",
+                    )
+                },
                 "latency_cycles": s["latency_cycles"],
                 "refreshes": s["refreshes"],
                 "max_refresh_owed": s["max_refresh_owed"],

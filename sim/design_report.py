@@ -16,6 +16,12 @@ Sections (keys of :func:`collect`'s result):
   M for fixed K and N (a plot).
 * ``fpga``: ``mxu synth`` of the array for the target (unless ``--no-synth``) and every ``mxu sweep``
   record of this configuration in the sweep cache.
+* ``engine``: the array inside the GEMM engine with the HDL memory system
+  (:mod:`sim.report_engine`): one GEMM's start traced in Icarus and drawn (WaveDrom), a few GEMMs'
+  RTL cycles and performance counters against the engine's cycle model, and the roofline; or
+  ``available: false`` with the reason when the engine does not take this array.
+* ``memory``: one pseudo-channel controller of the engine's memory under each traffic pattern:
+  efficiency against its bound, read latency percentiles against the DRAM's floor.
 * ``verification``: the mutation score of each block (``bench/results/mutation.json``), with the
   date and commit of its campaign.
 """
@@ -60,61 +66,6 @@ def numerics(fmt: str, subnormals: str) -> list[tuple[str, str]]:
             ("zero sign", "x + (-x) = +0; (-0) + (-0) = -0 (IEEE 754-2019 6.3)")]
 
 
-def _sample(vcd_path: Path, names: dict[str, str], clock: str) -> list[dict[str, int | None]]:
-    """Values of the VCD variables ``names`` (label -> dotted hierarchical name) at every rising edge
-    of ``clock`` (a dotted name), taken before the edge's updates; X or Z read as None."""
-    from vcd.reader import TokenKind, tokenize
-
-    want = {**names, "__clk": clock}
-    ident, scope, values, rows = {}, [], {}, []
-    before, rose = {}, False  # the values before this time step; whether the clock rose in it
-
-    def end_step():
-        if rose:
-            rows.append({k: before.get(k) for k in names})
-
-    with open(vcd_path, "rb") as f:
-        for tok in tokenize(f):
-            kind, data = tok.kind, tok.data
-            if kind is TokenKind.SCOPE:
-                scope.append(data.ident)
-            elif kind is TokenKind.UPSCOPE:
-                scope.pop()
-            elif kind is TokenKind.VAR:
-                full = ".".join([*scope, data.reference])
-                for label, name in want.items():
-                    if full == name:
-                        ident.setdefault(data.id_code, []).append(label)
-            elif kind is TokenKind.CHANGE_TIME:
-                end_step()
-                before, rose = dict(values), False
-            elif kind in (TokenKind.CHANGE_SCALAR, TokenKind.CHANGE_VECTOR):
-                for label in ident.get(data.id_code, ()):
-                    v = data.value
-                    try:
-                        new = int(v) if isinstance(v, int) else int(str(v), 2)
-                    except ValueError:
-                        new = None
-                    if label == "__clk" and new == 1 and before.get("__clk") == 0:
-                        rose = True
-                    values[label] = new
-        end_step()
-    missing = sorted(set(want) - {lab for labs in ident.values() for lab in labs})
-    if missing:
-        raise ValueError(f"{vcd_path}: no variable for {', '.join(want[m] for m in missing)}")
-    return rows
-
-
-def _wave(bits: list[int | None]) -> str:
-    """A WaveDrom wave string of one-bit samples ('.' repeats, 'x' unknown)."""
-    out, prev = [], object()
-    for b in bits:
-        ch = "x" if b is None else str(b)
-        out.append("." if ch == prev else ch)
-        prev = ch
-    return "".join(out)
-
-
 def trace_tile(cfg, work: Path, *, seed: int = 1) -> dict:
     """Run ``tiles_back_to_back`` with two tiles of R + 1 and 2 activation beats on the generated MXU in
     Icarus (and a third of one beat after them), keep its VCD (``work/tile.vcd``), and draw the ports
@@ -130,6 +81,8 @@ def trace_tile(cfg, work: Path, *, seed: int = 1) -> dict:
 
     from hw.generate import mxu_verilog
     from sim.runner import generate_verilog, run_cocotb
+    from sim.waves import sample as _sample
+    from sim.waves import wave as _wave
     from verif.cycles import mxu_schedule
 
     work.mkdir(parents=True, exist_ok=True)
@@ -272,12 +225,16 @@ def verification() -> dict:
     return {"mutation": rows, "source": "bench/results/mutation.json"}
 
 
-def collect(cfg, out: Path, *, target: str = "ecp5-85k", resolve=None, progress=None) -> dict:
+def collect(cfg, out: Path, *, target: str = "ecp5-85k", resolve=None, progress=None, sim: str = "verilator",
+            hbm_scale: float = 0.2) -> dict:
     """Every section of the report of MXU configuration ``cfg``, its files written into ``out``
-    (the trace, the diagrams); returns the JSON object of ``report.json``. ``resolve``: synthesize
-    the array (:func:`fpga_figures`); None leaves the synthesis out."""
+    (the traces, the diagrams); returns the JSON object of ``report.json``. ``resolve``: synthesize
+    the array (:func:`fpga_figures`); None leaves the synthesis out. ``sim``: the simulator of the
+    engine's GEMMs and the controller's traffic; ``hbm_scale``: the traffic's length
+    (:func:`sim.report_engine.hbm_figures`)."""
     from hw.generate import manifest
     from hw.mxu import MXU
+    from sim import report_engine
     from sim.cli.files import project_info
 
     say = progress or (lambda s: None)
@@ -299,6 +256,17 @@ def collect(cfg, out: Path, *, target: str = "ecp5-85k", resolve=None, progress=
     doc["timing"] = trace_tile(cfg, out)
     say("cycle model")
     doc["cycles"] = cycle_figures(cfg)
+    ecfg, why = report_engine.engine_config(cfg)
+    if ecfg is None:
+        doc["engine"], doc["memory"] = {"available": False, "reason": why}, None
+    else:
+        say("engine GEMM start (Icarus)")
+        start = report_engine.trace_engine_start(ecfg, out)
+        say(f"engine GEMMs ({sim})")
+        doc["engine"] = {"available": True, "config": ecfg.as_dict(), "start": start,
+                         **report_engine.engine_gemms(ecfg, sim=sim)}
+        say(f"HBM controller traffic ({sim})")
+        doc["memory"] = report_engine.hbm_figures(ecfg, sim=sim, scale=hbm_scale)
     say("synthesis" if resolve else "sweep cache")
     doc["fpga"] = fpga_figures(cfg, target, resolve)
     doc["verification"] = verification()

@@ -8,7 +8,7 @@ import html
 import json
 from pathlib import Path
 
-__all__ = ["render", "utilization_plot", "per_pe_plot"]
+__all__ = ["render", "utilization_plot", "per_pe_plot", "roofline_plot"]
 
 _CSS = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 68em; color: #222; }
@@ -18,6 +18,7 @@ th { background: #f3f3f3; text-align: left; } td.n { text-align: right; font-var
 .ok { color: #161; font-weight: bold; } .bad { color: #a11; font-weight: bold; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: .9em; } .small { color: #555; font-size: .9em; }
 img.wave { max-width: 100%; background: white; }
+.scroll { overflow-x: auto; } .scroll img.wave { max-width: none; }
 """
 
 
@@ -76,6 +77,99 @@ def per_pe_plot(fpga: dict, path: Path) -> bool:
     fig.savefig(path, format="svg")
     plt.close(fig)
     return True
+
+
+def roofline_plot(engine: dict, path: Path) -> None:
+    """The engine's roofline from ``engine["roofline"]`` (MACs per cycle against MACs per byte, log-log:
+    the HBM roof up to the ridge, the array's peak after it) with each measured GEMM placed on it from
+    its RTL cycles, as SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = engine["roofline"]
+    peak, bw, ridge = r["peak_macs_per_cycle"], r["bandwidth_bytes_per_cycle"], r["ridge_macs_per_byte"]
+    xs = [g["intensity"] for g in engine["gemms"]]
+    lo, hi = min([ridge, *xs]) / 4, max([ridge, *xs]) * 4
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), dpi=100)
+    ax.loglog([lo, ridge, hi], [lo * bw, peak, peak], "-", color="0.3",
+              label=f"roof: {bw:g} B/cycle HBM, {peak} MACs/cycle array")
+    for g in engine["gemms"]:
+        ax.loglog([g["intensity"]], [g["macs_per_cycle"]], "o", label=f"{g['m']}x{g['k']}x{g['n']} (RTL)")
+    ax.axvline(ridge, color="0.7", ls=":")
+    from matplotlib.ticker import FormatStrFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.set(xlabel="arithmetic intensity (MACs per byte moved)", ylabel="MACs per cycle",
+           title="roofline of the engine (measured GEMMs from CYCLES)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="svg")
+    plt.close(fig)
+
+
+def _engine_section(e: dict, mem: dict | None) -> list[str]:
+    parts = ["<h2 id=engine>The array in the GEMM engine</h2>"]
+    if not e["available"]:
+        return parts + [f"<p>The GEMM engine does not take this array: {_e(e['reason'])}.</p>"]
+    s, r = e["start"], e["roofline"]
+    parts.append(f"<p>The engine with its default memory ({_e(e['pseudo_channels'])} HBM2 pseudo-channels, "
+                 "the HDL device models and JEDEC checkers) around this array.</p>")
+    parts.append("<h3>Start of a GEMM</h3>")
+    parts.append(f'<figure><div class=scroll><img class=wave src="{_e(s["svg"])}" alt="timing diagram of a GEMM '
+                 'start"></div>'
+                 f"<figcaption>A {_e('x'.join(map(str, s['gemm'])))} GEMM on the generated Verilog in "
+                 f"{_e(s['simulator'])} (seed {_e(s['seed'])}), from the START strobe to its first output beat: "
+                 "the engine's A and W read channels (handshakes), each pseudo-channel's row and column "
+                 "commands, the MXU's beats. Waveform: "
+                 f"<a href=\"{_e(s['vcd'])}\">{_e(s['vcd'])}</a>.</figcaption></figure>")
+    parts.append(_table(["event", "first cycle after START"], [[k, v] for k, v in s["events"].items()], {1}))
+    parts.append(f"<p>The whole GEMM: {_e(s['rtl_cycles'])} cycles (CYCLES).</p>")
+    parts.append(f"<h3>GEMMs on the RTL ({_e(e['sim'])}) against the cycle model</h3>")
+    parts.append("<p>Model: the engine's tile sequence on the array with a memory that never makes it wait "
+                 "(<code>verif.cycles.engine_array_cycles</code>), a lower bound. Every result is bit-exact "
+                 "against the golden model. Counters: the engine's performance registers.</p>")
+    parts.append(_table(["M", "K", "N", "RTL cycles", "model", "feed", "wait A", "wait W", "wait acc", "wait dep",
+                         "drain", "bit-exact"],
+                        [[g["m"], g["k"], g["n"], g["rtl_cycles"], g["model_cycles"], g["perf"]["feed"],
+                          g["perf"]["wait_a"], g["perf"]["wait_w"], g["perf"]["wait_acc"], g["perf"]["wait_dep"],
+                          g["perf"]["drain"], g["bitexact"]] for g in e["gemms"]], set(range(11))))
+    parts.append("<h3>Roofline</h3>")
+    parts.append('<figure><img src="roofline.svg" alt="roofline of the engine"></figure>')
+    parts.append(f"<p>Array peak {_e(r['peak_macs_per_cycle'])} MACs/cycle, HBM {_e(r['bandwidth_bytes_per_cycle'])} "
+                 f"B/cycle, ridge at {_e(r['ridge_macs_per_byte'])} MACs/B.</p>")
+    parts.append(_table(["M", "K", "N", "bytes moved", "MACs/B", "MACs/cycle", "of peak", "roof", "held by"],
+                        [[g["m"], g["k"], g["n"], g["bytes"], g["intensity"], g["macs_per_cycle"],
+                          f"{100 * g['of_peak']:.1f} %", f"{g['bound']}-bound", g["limit"]] for g in e["gemms"]],
+                        {0, 1, 2, 3, 4, 5, 6}))
+    if mem:
+        t = mem["timing"]
+        parts.append("<h2 id=memory>HBM controller</h2>")
+        parts.append(f"<p>One pseudo-channel controller of the engine's memory (queue {_e(mem['queue_depth'])}, "
+                     f"{_e(mem['banks'])} banks; CL {_e(t['CL'])}, tRCD {_e(t['tRCD'])}, tRP {_e(t['tRP'])}, "
+                     f"tRC {_e(t['tRC'])}, tFAW {_e(t['tFAW'])}, tREFI {_e(t['tREFI'])} cycles) in {_e(mem['sim'])} "
+                     f"with the fatal JEDEC checker, traffic scale {_e(mem['scale'])}, seed {_e(mem['seed'])}. "
+                     "Efficiency: busy data-bus cycles over the run; bound: the pattern's analytical limit."
+                     + (" At this scale a run is shorter than a few tREFI: refresh has not cost its steady-state "
+                        "share and an efficiency can exceed its bound." if mem["scale"] < 0.2 else
+                        " A run's refreshes come in whole tRFC, so a run of a few tREFI can land slightly (about "
+                        "1 %) above its steady-state bound.") + "</p>")
+        parts.append(_table(["traffic", "requests", "cycles", "efficiency", "bound", "of bound", "row hits"],
+                            [[x["scenario"], x["requests"], x["cycles"], f"{100 * x['efficiency_debt_charged']:.1f} %",
+                              "-" if x["bound"] is None else f"{100 * x['bound']:.1f} %",
+                              "-" if x["of_bound"] is None else f"{100 * x['of_bound']:.1f} %",
+                              f"{100 * x['row_hit_rate']:.1f} %"] for x in mem["scenarios"]], {1, 2, 3, 4, 5, 6}))
+        parts.append("<p>Read latency (request accepted to response taken, cycles) by the bank state the request "
+                     "found, against the DRAM's floor for it (CL + burst, + tRCD when closed, + tRP on a conflict):"
+                     "</p>")
+        rows = [[x["scenario"], k, v["count"], v["p50"], v["p95"], v["p99"], v["max"], v["floor"]]
+                for x in mem["scenarios"] for k, v in x["read_latency"].items()]
+        parts.append(_table(["traffic", "bank state", "reads", "p50", "p95", "p99", "max", "floor"], rows,
+                            {2, 3, 4, 5, 6, 7}))
+    return parts
 
 
 def render(doc: dict, title: str) -> str:
@@ -148,6 +242,8 @@ def render(doc: dict, title: str) -> str:
         parts.append(_table(["array", "stages", "back-pressure", "seed", "LUT4 / PE", "FF / PE", "achieved MHz"],
                             [[f"{r['rows']}x{r['cols']}", r["stages"], r["backpressure"], r["seed"], r["lut4_per_pe"],
                               r["ff_per_pe"], r["achieved_mhz"]] for r in f["per_pe"]], {1, 3, 4, 5, 6}))
+
+    parts += _engine_section(doc["engine"], doc["memory"])
 
     parts.append("<h2 id=verification>Verification</h2>")
     if v["mutation"]:

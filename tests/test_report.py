@@ -1,6 +1,8 @@
 """``mxu report``: the design-review page of one MXU configuration, built with --no-synth for a small
-array: the page parses, every image and link it references is beside it, its numbers are
-report.json's, and the timing diagram's beats are the generated RTL's, at the cycle model's cycles."""
+array (2x2 int8, the engine's GEMMs and the HBM traffic in Icarus at a small scale): the page parses,
+every image and link it references is beside it, its numbers are report.json's, the timing
+diagrams' beats are the generated RTL's, at the cycle model's cycles, and the engine and memory
+sections hold the RTL's cycles and counters."""
 
 from __future__ import annotations
 
@@ -40,13 +42,13 @@ class _Page(HTMLParser):
         self.text.append(data)
 
 
-#: sweep records in the report's build folder: two of its format (2x3 and 4x4 int8 on the ECP5-85k),
+#: sweep records in the report's build folder: two of its format (2x2 and 4x4 int8 on the ECP5-85k),
 #: one of another (bf16), one on another target
 SWEEP = [
-    ({"rows": 2, "cols": 3, "fmt": "int8", "stages": 1}, 60, 300),
+    ({"rows": 2, "cols": 2, "fmt": "int8", "stages": 1}, 60, 300),
     ({"rows": 4, "cols": 4, "fmt": "int8", "stages": 2, "backpressure": False}, 160, 2224),
-    ({"rows": 2, "cols": 3, "fmt": "bf16", "stages": 1}, 9000, 3000),
-    ({"rows": 2, "cols": 3, "fmt": "int8", "stages": 1, "target": "ecp5-25k"}, 61, 301),
+    ({"rows": 2, "cols": 2, "fmt": "bf16", "stages": 1}, 9000, 3000),
+    ({"rows": 2, "cols": 2, "fmt": "int8", "stages": 1, "target": "ecp5-25k"}, 61, 301),
 ]
 
 
@@ -80,12 +82,16 @@ def report(tmp_path_factory):
             "--rows",
             "2",
             "--cols",
-            "3",
+            "2",
             "--fmt",
             "int8",
             "--stages",
             "1",
             "--no-synth",
+            "--sim",
+            "icarus",
+            "--hbm-scale",
+            "0.001",
             "-o",
             str(out),
         ],
@@ -95,17 +101,21 @@ def report(tmp_path_factory):
         env={**os.environ, "MXU_PROGRESS": "0", "MXU_BUILD_DIR": str(build)},
     )
     assert r.returncode == 0, r.stderr
-    return out, json.loads((out / "report.json").read_text()), json.loads(r.stdout)
+    return out, json.loads((out / "report.json").read_text()), json.loads(r.stdout), build
 
 
 @pytest.mark.cocotb
 def test_page_parses_and_its_files_are_beside_it(report):
-    out, doc, printed = report
+    out, doc, printed, _ = report
     assert sorted(p.name for p in out.iterdir()) == [
         "block.svg",
+        "engine.vcd",
+        "engine_start.svg",
+        "engine_start.wavedrom.json",
         "index.html",
         "lut4_per_pe.svg",
         "report.json",
+        "roofline.svg",
         "tile.svg",
         "tile.vcd",
         "tile.wavedrom.json",
@@ -117,8 +127,11 @@ def test_page_parses_and_its_files_are_beside_it(report):
     assert page.open == []
     assert sorted(set(page.refs)) == [
         "block.svg",
+        "engine.vcd",
+        "engine_start.svg",
         "lut4_per_pe.svg",
         "report.json",
+        "roofline.svg",
         "tile.svg",
         "tile.vcd",
         "utilization.svg",
@@ -131,13 +144,13 @@ def test_page_parses_and_its_files_are_beside_it(report):
 
 @pytest.mark.cocotb
 def test_the_traced_beats_are_at_the_cycle_models_cycles(report):
-    """2x3 int8, L = 1, tiles of 3 and 2 beats: the cycles read from the Icarus trace of the
+    """2x2 int8, L = 1, tiles of 3 and 2 beats: the cycles read from the Icarus trace of the
     generated Verilog, counted from the first weight beat."""
-    _, doc, _ = report
+    _, doc, _, _ = report
     t = doc["timing"]
-    expected = {"wgt": [0, 1, 5, 6], "act": [3, 4, 5, 8, 9], "out": [7, 8, 9, 12, 13]}
+    expected = {"wgt": [0, 1, 4, 5], "act": [3, 4, 5, 7, 8], "out": [6, 7, 8, 10, 11]}
     assert t["rtl"] == expected and t["model"] == expected and t["matches"] is True
-    assert (t["tiles"], t["latency_cycles"], t["simulator"]) == ([3, 2], 4, "icarus")
+    assert (t["tiles"], t["latency_cycles"], t["simulator"]) == ([3, 2], 3, "icarus")
     wave = json.loads((Path(report[0]) / "tile.wavedrom.json").read_text())
     names = [s["name"] for s in wave["signal"]]
     assert names == [
@@ -157,17 +170,17 @@ def test_the_traced_beats_are_at_the_cycle_models_cycles(report):
 
 @pytest.mark.cocotb
 def test_the_pages_numbers_are_report_json(report):
-    out, doc, _ = report
+    out, doc, _, _ = report
     page = _Page()
     page.feed((out / "index.html").read_text())
     text = " ".join(page.text)
     c = doc["config"]
-    assert c["parameters"]["rows"]["value"] == 2 and c["latency_cycles"] == 4
+    assert c["parameters"]["rows"]["value"] == 2 and c["latency_cycles"] == 3
     assert [p["name"] for p in c["ports"]][:2] == ["clk", "rst"]
     assert [(g["m"], g["k"], g["n"], g["model"], g["scalesim_ws"], g["ideal"]) for g in doc["cycles"]["gemms"]] == [
-        (2, 2, 3, 9, 7, 2),
-        (8, 8, 12, 135, 208, 128),
-        (256, 256, 256, 2818055, 2873088, 2796203),
+        (2, 2, 2, 8, 6, 2),
+        (8, 8, 8, 134, 192, 128),
+        (256, 256, 256, 4194310, 4259840, 4194304),
     ]
     for g in doc["cycles"]["gemms"]:
         assert str(g["model"]) in text and str(g["scalesim_ws"]) in text
@@ -178,22 +191,122 @@ def test_the_pages_numbers_are_report_json(report):
     tree = doc["hierarchy"]["tree"]
     assert (tree["name"], tree["class"]) == ("mxu", "MXU")
     assert [(r["name"], [p["name"] for p in r["children"]]) for r in tree["children"]] == [
-        ("row_0", ["pe_0", "pe_1", "pe_2"]),
-        ("row_1", ["pe_0", "pe_1", "pe_2"]),
+        ("row_0", ["pe_0", "pe_1"]),
+        ("row_1", ["pe_0", "pe_1"]),
     ]
     assert [(p["name"], p["dir"], p["bits"]) for p in tree["ports"]] == [
-        ("act", "in", 113),
-        ("wgt", "in", 24),
-        ("out", "out", 96),
+        ("act", "in", 81),
+        ("wgt", "in", 16),
+        ("out", "out", 64),
     ]
     assert doc["fpga"]["synth"] is None and "Not synthesized for this report" in text
     assert [r["options"]["rows"] for r in doc["fpga"]["sweep"]] == [2]  # this array, this target
     assert [(r["rows"], r["cols"], r["stages"], r["lut4_per_pe"], r["ff_per_pe"]) for r in doc["fpga"]["per_pe"]] == [
-        (2, 3, 1, 10.0, 50.0),
+        (2, 2, 1, 15.0, 75.0),
         (4, 4, 2, 10.0, 139.0),
-    ]  # int8 on the ECP5-85k only: 60 / 6, 160 / 16
+    ]  # int8 on the ECP5-85k only: 60 / 4, 160 / 16
     assert doc["fpga"]["per_pe_svg"] == "lut4_per_pe.svg"
     assert "int32, two's-complement wrap-around (never saturates)" in text
+
+
+@pytest.mark.cocotb
+def test_engine_start_is_traced_from_the_rtl(report):
+    """A 4x4x4 GEMM on the 2x2 int8 engine in Icarus: the first cycle of each event after the START
+    strobe read from the trace, ``irq`` at the cycle the CYCLES register counts, the DRAM command
+    lanes named by command."""
+    out, doc, _, _ = report
+    s = doc["engine"]["start"]
+    assert (s["gemm"], s["rtl_cycles"], s["simulator"]) == ([4, 4, 4], 94, "icarus")
+    assert s["events"] == {
+        "A read address": 20,
+        "W read address": 20,
+        "first ACT": 23,
+        "first RD": 37,
+        "A read data": 55,
+        "W read data": 54,
+        "weight beat": 56,
+        "activation beat": 64,
+        "output beat": 67,
+        "irq": 94,
+    }
+    assert s["events"]["irq"] == s["rtl_cycles"]  # the trace and the engine's own count agree
+    wave = json.loads((out / "engine_start.wavedrom.json").read_text())
+    lanes = {x["name"]: x for x in wave["signal"]}
+    assert list(lanes)[:2] == ["clk", "start"] and "pc1 column" in lanes and list(lanes)[-1] == "irq"
+    assert all(len(x["wave"]) == s["cycles_shown"] == 67 + 4 for x in wave["signal"])
+    assert lanes["pc0 row"]["data"][0] == "ACT" and set(lanes["pc0 column"]["data"]) <= {"RD", "WR"}
+    assert lanes["start"]["wave"].startswith("10")
+
+
+@pytest.mark.cocotb
+def test_engine_gemms_against_the_model_and_the_roofline(report):
+    """The three GEMMs ran bit-exact; the RTL's CYCLES, at or above the array-bound model; PERF_FEED
+    is M * ceil(K/R) * ceil(N/C) and the counters account for every cycle but the set-up; the roofline
+    of a 2x2 array on two pseudo-channels: 4 MACs/cycle, 32 B/cycle."""
+    out, doc, _, _ = report
+    e = doc["engine"]
+    assert e["available"] and e["sim"] == "icarus" and e["pseudo_channels"] == 2
+    got = [(g["m"], g["k"], g["n"], g["rtl_cycles"], g["model_cycles"]) for g in e["gemms"]]
+    assert got == [(2, 32, 32, 1113, 1028), (32, 32, 32, 8288, 8198), (128, 4, 4, 795, 518)]
+    for g in e["gemms"]:
+        assert g["bitexact"] is True and g["rtl_cycles"] >= g["model_cycles"]
+        assert g["perf"]["feed"] == g["m"] * -(-g["k"] // 2) * -(-g["n"] // 2)
+        assert sum(g["perf"].values()) <= g["rtl_cycles"]
+        assert g["macs_per_cycle"] == round(g["m"] * g["k"] * g["n"] / g["rtl_cycles"], 3)
+    assert e["roofline"] == {"peak_macs_per_cycle": 4, "bandwidth_bytes_per_cycle": 32.0, "ridge_macs_per_byte": 0.125}
+    assert [g["limit"] for g in e["gemms"]] == ["array schedule", "array schedule", "memory stalls and set-up"]
+    page = _Page()
+    page.feed((out / "index.html").read_text())
+    text = " ".join(page.text)
+    for g in e["gemms"]:
+        assert str(g["rtl_cycles"]) in text and str(g["model_cycles"]) in text
+    assert (out / "roofline.svg").read_text().lstrip().startswith("<?xml")
+
+
+@pytest.mark.cocotb
+def test_hbm_section_bounds_floors_and_cache(report, monkeypatch):
+    """Each traffic pattern's bound is the analytical one of the engine's timing (DRAMsim3 HBM2: tRFC
+    260, tREFI 3900, tFAW 30, tRRD_S 4, tRC 48); no read is faster than the DRAM's floor of its bank
+    state; a second call with the same inputs reads the cache."""
+    from hw.mxu import MXUConfig
+    from sim import report_engine
+
+    out, doc, _, build = report
+    mem = doc["memory"]
+    assert (mem["sim"], mem["scale"], mem["cached"]) == ("icarus", 0.001, False)
+    rows = {x["scenario"]: x for x in mem["scenarios"]}
+    assert [x["requests"] for x in mem["scenarios"]] == [80, 80, 50, 100, 50, 50, 50]
+    refresh = 1 - 260 / 3900
+    assert rows["sequential_read"]["bound"] == round(refresh, 4)
+    assert rows["random_32B_read"]["bound"] == round(min(1, 4 * 2 / 30, 2 / 4, 16 * 2 / 48) * refresh, 4)
+    assert rows["random_64B_read"]["bound"] == round(min(1, 4 * 4 / 30, 4 / 4, 16 * 4 / 48) * refresh, 4)
+    assert rows["row_conflict_read"]["bound"] == round(2 / 48 * refresh, 4)
+    assert rows["unloaded_mix"]["bound"] is None
+    floors = {"hit": 14 + 2, "closed": 14 + 14 + 2, "conflict": 14 + 14 + 14 + 2}
+    seen = set()
+    for x in mem["scenarios"]:
+        for kind, lat in x["read_latency"].items():
+            assert lat["floor"] == floors.get(kind)
+            if lat["floor"] is not None:
+                assert lat["floor"] <= lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["max"], (x["scenario"], kind)
+            seen.add(kind)
+    assert {"hit", "closed", "conflict"} <= seen
+    monkeypatch.setenv("MXU_BUILD_DIR", str(build))
+    ecfg, _ = report_engine.engine_config(MXUConfig(2, 2, "int8", "ftz", 1))
+    again = report_engine.hbm_figures(ecfg, sim="icarus", scale=0.001)
+    assert again["cached"] is True and {**again, "cached": False} == mem
+
+
+def test_an_array_the_engine_does_not_take_has_no_engine_section():
+    """A 2x3 array (the engine takes power-of-two columns): the page says why instead of a section."""
+    from hw.mxu import MXUConfig
+    from sim import report_engine
+    from sim.report_html import _engine_section
+
+    ecfg, why = report_engine.engine_config(MXUConfig(2, 3, "int8", "ftz", 1))
+    assert ecfg is None and why == "cols must be a power of two from 1 to 256; got 3"
+    html = "".join(_engine_section({"available": False, "reason": why}, None))
+    assert "does not take this array: cols must be a power of two" in html and "roofline" not in html
 
 
 @pytest.mark.cocotb
@@ -225,9 +338,16 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
         browser.close()
     assert errors == []
-    assert sorted(src for src, _ in images) == ["block.svg", "lut4_per_pe.svg", "tile.svg", "utilization.svg"]
+    assert sorted(src for src, _ in images) == [
+        "block.svg",
+        "engine_start.svg",
+        "lut4_per_pe.svg",
+        "roofline.svg",
+        "tile.svg",
+        "utilization.svg",
+    ]
     assert all(width > 300 for _, width in images), images
-    assert height > 900 and h1 == "open-mxu design review: 2x3 int8 (ftz), 1 pipeline stage"
+    assert height > 900 and h1 == "open-mxu design review: 2x2 int8 (ftz), 1 pipeline stage"
     assert (tmp_path / "page.png").stat().st_size > 10_000
 
 

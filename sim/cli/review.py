@@ -17,11 +17,23 @@ __all__ = ["add_parser", "run", "OUT_FILES"]
 #: what ``mxu report`` writes into OUT, all together or none (lut4_per_pe.svg when the sweep cache has
 #: arrays of this format on the target)
 OUT_FILES = ("index.html", "report.json", "block.svg", "tile.svg", "tile.vcd", "tile.wavedrom.json", "utilization.svg",
-             "lut4_per_pe.svg")
+             "lut4_per_pe.svg", "engine_start.svg", "engine.vcd", "engine_start.wavedrom.json", "roofline.svg")
 
 #: arrays above this many PEs are refused: the page simulates the array in Icarus (about 2,000 PE
 #: cycles per second for bf16)
 MAX_PES = 64
+
+
+def _scale_arg(text: str) -> float:
+    import argparse
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]; got {text}")
+    return x
 
 
 def add_parser(sub) -> None:
@@ -36,7 +48,11 @@ def add_parser(sub) -> None:
                     "hierarchy; a timing diagram of two weight tiles drawn (WaveDrom) from a simulation of "
                     "the generated Verilog in Icarus, its VCD beside the page, and the beat cycles read from "
                     "that trace against the cycle model; the cycle model against "
-                    "SCALE-Sim v2's weight-stationary count and the utilization against M; the array's "
+                    "SCALE-Sim v2's weight-stationary count and the utilization against M; the array inside the "
+                    "GEMM engine with the HDL memory system: a GEMM's start traced (Icarus) and drawn, a few "
+                    "GEMMs' cycles and performance counters against the engine's cycle model, bit-exact, and "
+                    "the roofline; one HBM controller's efficiency per traffic pattern against its bound and its "
+                    "read latency percentiles against the DRAM's floor (--sim, --hbm-scale); the array's "
                     "resources and Fmax on --target (mxu synth's flow, unless --no-synth) and the mxu sweep "
                     "records of this configuration; the mutation score of each block. Parameters come from "
                     "--preset or --config, then from the options given, which win. Arrays of at most "
@@ -53,6 +69,12 @@ def add_parser(sub) -> None:
     r.add_argument("--target", choices=list(TARGETS), default="ecp5-85k",
                    help="FPGA target of the synthesis section (default ecp5-85k)")
     r.add_argument("--no-synth", action="store_true", help="leave out synthesis and place and route (minutes)")
+    r.add_argument("--sim", choices=("verilator", "icarus"), default="verilator",
+                   help="simulator of the engine's GEMMs and the HBM controller's traffic (default verilator; "
+                        "the traces are Icarus's)")
+    r.add_argument("--hbm-scale", type=_scale_arg, default=0.2,
+                   help="length of the HBM controller's traffic patterns, 0 < F <= 1 (default 0.2: 16,000 "
+                        "sequential requests, about 8 tREFI; cached)")
     r.add_argument("--json", action="store_true", help="print report.json instead of the summary line")
     r.add_argument("-o", "--out", required=True, type=out_dir_arg,
                    help="output folder (created; its files appear together or not at all)")
@@ -78,7 +100,7 @@ def run(args) -> int:
     if progress_enabled():
         from tqdm import tqdm
 
-        bar = tqdm(total=5 if not args.no_synth else 4, desc="mxu report", unit="step", file=sys.stderr,
+        bar = tqdm(total=7, desc="mxu report", unit="step", file=sys.stderr,
                    leave=False)
 
     def progress(text: str) -> None:
@@ -94,7 +116,9 @@ def run(args) -> int:
         from .sweep import resolve_point
 
         doc = design_report.collect(cfg, w, target=args.target, resolve=None if args.no_synth else resolve_point,
-                                    progress=progress)
+                                    progress=progress, sim=args.sim, hbm_scale=args.hbm_scale)
+        if doc["engine"]["available"]:
+            report_html.roofline_plot(doc["engine"], w / "roofline.svg")
         report_html.utilization_plot(doc["cycles"], w / "utilization.svg")
         if report_html.per_pe_plot(doc["fpga"], w / "lut4_per_pe.svg"):
             doc["fpga"]["per_pe_svg"] = "lut4_per_pe.svg"
