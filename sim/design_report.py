@@ -22,8 +22,9 @@ Sections (keys of :func:`collect`'s result):
   ``available: false`` with the reason when the engine does not take this array.
 * ``memory``: one pseudo-channel controller of the engine's memory under each traffic pattern:
   efficiency against its bound, read latency percentiles against the DRAM's floor.
-* ``verification``: the mutation score of each block (``bench/results/mutation.json``), with the
-  date and commit of its campaign.
+* ``verification``: the last regression run of this build folder per suite (simulators, seeds,
+  values compared, outcomes, with its date and commit) and the mutation score of each block
+  (``bench/results/mutation.json``), with the date and commit of its campaign.
 """
 
 from __future__ import annotations
@@ -207,13 +208,18 @@ def fpga_figures(cfg, target: str, resolve=None) -> dict:
 
 
 def verification() -> dict:
-    """The mutation campaigns of ``bench/results/mutation.json``: per campaign the block, its
-    configuration, the score and counts, and the date and commit it was run at."""
+    """The last regression run per suite (:func:`sim.test_record.suites`: tests and outcomes,
+    simulators, seeds, values compared, with the run's date and commit; None when no run was
+    recorded in this build folder) and the mutation campaigns of ``bench/results/mutation.json``:
+    per campaign the block, its configuration, the score and counts, and the date and commit it was
+    run at."""
+    from sim import test_record
     from sim.runner import repo_root
 
+    run = test_record.suites()
     path = repo_root() / "bench" / "results" / "mutation.json"
     if not path.is_file():
-        return {"mutation": []}
+        return {"run": run, "mutation": []}
     rows = []
     for c in json.loads(path.read_text())["campaigns"]:
         s = c["summary"]
@@ -222,7 +228,7 @@ def verification() -> dict:
                      "equivalent": s["equivalent"], "survived": s["survived"], "score_pct": s["score_pct"],
                      "equivalence_depth": c.get("equivalence_depth"),
                      "regression": c.get("regression"), "date": c.get("date"), "commit": c.get("commit")})
-    return {"mutation": rows, "source": "bench/results/mutation.json"}
+    return {"run": run, "mutation": rows, "source": "bench/results/mutation.json"}
 
 
 def collect(cfg, out: Path, *, target: str = "ecp5-85k", resolve=None, progress=None, sim: str = "verilator",

@@ -206,7 +206,8 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
         for s in window:
             v = s[label]
             if v in (None, 0):
-                wave.append("x" if v is None else "0")
+                ch = "x" if v is None else "0"
+                wave.append("." if wave and wave[-1] in (ch, ".") and _last_state(wave) == ch else ch)
             else:
                 wave.append("=")
                 data.append(enum(v).name)
@@ -220,6 +221,11 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
     return {"svg": "engine_start.svg", "vcd": "engine.vcd", "wavedrom": "engine_start.wavedrom.json",
             "simulator": "icarus", "gemm": [m, k, n], "seed": seed, "rtl_cycles": res.cycles, "events": events,
             "cycles_shown": len(window)}
+
+
+def _last_state(wave: list[str]) -> str | None:
+    """The state a WaveDrom wave is in at its end ('.' repeats the one before)."""
+    return next((c for c in reversed(wave) if c != "."), None)
 
 
 def _hbm_key(hcfg, scale: float, seed: int, sim: str) -> str:

@@ -102,6 +102,7 @@ def roofline_plot(engine: dict, path: Path) -> None:
 
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.set_minor_formatter(FormatStrFormatter(""))
     ax.set(xlabel="arithmetic intensity (MACs per byte moved)", ylabel="MACs per cycle",
            title="roofline of the engine (measured GEMMs from CYCLES)")
     ax.grid(alpha=0.3, which="both")
@@ -109,6 +110,12 @@ def roofline_plot(engine: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, format="svg")
     plt.close(fig)
+
+
+def _seeds(r: dict) -> str:
+    if not r["seed_count"]:
+        return "-"
+    return ", ".join(map(str, r["seeds"])) if r["seeds"] is not None else f"{r['seed_count']} random"
 
 
 def _engine_section(e: dict, mem: dict | None) -> list[str]:
@@ -246,6 +253,22 @@ def render(doc: dict, title: str) -> str:
     parts += _engine_section(doc["engine"], doc["memory"])
 
     parts.append("<h2 id=verification>Verification</h2>")
+    run = v.get("run")
+    if run:
+        tot = run["total"]
+        parts.append(f"<p>The last regression run of this build folder ({_e(run['date'])}, commit "
+                     f"{_e(run['commit'])}, <code>pytest {_e(' '.join(run['args']))}</code>, soak "
+                     f"{'on' if run['options']['soak'] else 'off'}, seed {_e(run['options']['seed'])}): "
+                     f"{_e(tot['tests'])} tests, {_e(tot['passed'])} passed, {_e(tot['failed'])} failed, "
+                     f"{_e(tot['skipped'])} skipped. Values compared: results checked bit for bit against the "
+                     "golden model, where a test counts them.</p>")
+        parts.append(_table(["suite", "tests", "passed", "failed", "skipped", "simulators", "seeds", "values compared",
+                             "seconds"],
+                            [[r["suite"], r["tests"], r["passed"], r["failed"], r["skipped"],
+                              ", ".join(r["simulators"]) or "-", _seeds(r), r["checked"] or "-", r["seconds"]]
+                             for r in run["suites"]], {1, 2, 3, 4, 7, 8}))
+    else:
+        parts.append("<p>No regression run is recorded in this build folder (<code>make test</code> records one).</p>")
     if v["mutation"]:
         parts.append("<p>Mutation testing (<code>mxu mutate</code>): one-point bugs of each block and the share "
                      "its regression catches, equivalent mutants left out.</p>")

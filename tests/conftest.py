@@ -14,6 +14,12 @@ Hypothesis profiles
     ``--soak``): 2,000 examples each. A failing property prints the seed to replay it
     (``--hypothesis-seed``) and the smallest failing input.
 
+Run record
+    Every run writes ``<build>/verification/last_run.json`` (:mod:`sim.test_record`): per test its
+    outcome, duration, seed, simulator and the count of result values it compared bit for bit
+    (``record_property("checked", n)``), with the run's date, commit and arguments; ``mxu report``
+    shows it per suite.
+
 Fixtures
     ``soak``        bool: soak mode is on.
     ``seed``        int: the test's random seed (printed; shown in the report of a failing test).
@@ -78,6 +84,43 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.load_profile("soak" if _soak_enabled(config) else "ci")
 
 
+_RUN: list[dict] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect each test's outcome for the run record (on the controller under xdist: the workers'
+    reports reach it with their user properties)."""
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        props = dict(report.user_properties)
+        _RUN.append(
+            {
+                "nodeid": report.nodeid,
+                "outcome": report.outcome,
+                "duration_s": round(report.duration, 2),
+                "seed": props.get("seed"),
+                "simulator": props.get("simulator"),
+                "checked": props.get("checked"),
+            }
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput") or not _RUN:
+        return
+    from sim import test_record
+
+    cfg = session.config
+    test_record.write(
+        _RUN,
+        args=[str(a) for a in cfg.invocation_params.args],
+        options={
+            "soak": _soak_enabled(cfg),
+            "quick": bool(cfg.getoption("--quick")),
+            "seed": cfg.getoption("--seed") or os.environ.get("MXU_SEED") or "random per test",
+        },
+    )
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     seed = config.getoption("--seed")
     if seed is None and os.environ.get("MXU_SEED"):
@@ -126,6 +169,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def simulator(request: pytest.FixtureRequest) -> str:
     """The simulator this test instance runs on; skips (fails under CI=true) if missing."""
     name: str = request.param
+    request.node.user_properties.append(("simulator", name))
     try:
         check_simulator(name)
     except SimulatorUnavailable as exc:

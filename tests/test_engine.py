@@ -77,7 +77,7 @@ CONFIGS = [
 @pytest.mark.parametrize(
     "fmt,subnormals,rows,cols,m_block,acc", CONFIGS, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-mb{c[4]}" for c in CONFIGS]
 )
-def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed):
+def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed, record_property):
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     cfg = EngineConfig(
@@ -93,6 +93,7 @@ def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed):
         jobs.append(random_job(rng, fmt, m, k, n, load_c=i % 2 == 1, out_bf16=(fmt != "int8" and i % 3 == 2)))
     results = run_engine_amaranth(cfg, jobs, seed=seed, stall_p=0.3)
     check(cfg, jobs, results)
+    record_property("checked", sum(m * n for m, _, n in shapes))
 
 
 @pytest.mark.parametrize("n,ramp", [(1, True), (2, False)], ids=["n1-ramp", "n2-no-ramp"])

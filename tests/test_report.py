@@ -52,6 +52,35 @@ SWEEP = [
 ]
 
 
+#: a recorded regression run in the report's build folder: two suites
+RUN = [
+    {
+        "nodeid": "tests/test_mac_cocotb.py::test_mac[verilator-bf16]",
+        "outcome": "passed",
+        "duration_s": 4.5,
+        "seed": 7,
+        "simulator": "verilator",
+        "checked": 3040,
+    },
+    {
+        "nodeid": "tests/test_mac_cocotb.py::test_mac[icarus-bf16]",
+        "outcome": "passed",
+        "duration_s": 11.0,
+        "seed": 9,
+        "simulator": "icarus",
+        "checked": 3040,
+    },
+    {
+        "nodeid": "tests/test_golden.py::test_rne",
+        "outcome": "failed",
+        "duration_s": 0.5,
+        "seed": None,
+        "simulator": None,
+        "checked": None,
+    },
+]
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     import os
@@ -72,6 +101,14 @@ def report(tmp_path_factory):
             "gemm_gmacs": 0.5,
         }
         (build / "cache" / "sweep" / f"{i}.json").write_text(json.dumps(rec))
+    from sim import test_record
+
+    test_record.write(
+        RUN,
+        args=["tests/"],
+        options={"soak": False, "quick": False, "seed": "random per test"},
+        path=build / "verification" / "last_run.json",
+    )
     out = tmp_path_factory.mktemp("report") / "r"
     r = subprocess.run(
         [
@@ -207,6 +244,35 @@ def test_the_pages_numbers_are_report_json(report):
     ]  # int8 on the ECP5-85k only: 60 / 4, 160 / 16
     assert doc["fpga"]["per_pe_svg"] == "lut4_per_pe.svg"
     assert "int32, two's-complement wrap-around (never saturates)" in text
+    run = doc["verification"]["run"]
+    assert run["total"] == {"tests": 3, "passed": 2, "failed": 1, "skipped": 0, "checked": 6080}
+    assert run["suites"] == [
+        {
+            "suite": "tests/test_golden.py",
+            "tests": 1,
+            "passed": 0,
+            "failed": 1,
+            "skipped": 0,
+            "checked": 0,
+            "simulators": [],
+            "seed_count": 0,
+            "seeds": [],
+            "seconds": 0.5,
+        },
+        {
+            "suite": "tests/test_mac_cocotb.py",
+            "tests": 2,
+            "passed": 2,
+            "failed": 0,
+            "skipped": 0,
+            "checked": 6080,
+            "simulators": ["icarus", "verilator"],
+            "seed_count": 2,
+            "seeds": [7, 9],
+            "seconds": 15.5,
+        },
+    ]
+    assert "icarus, verilator" in text and "6080" in text and "3 tests, 2 passed, 1 failed" in text
 
 
 @pytest.mark.cocotb
