@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog", "sim_top_verilog", "stored_rows_for"]
+__all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog", "sim_top_verilog", "stored_rows_for",
+           "random_operands", "engine_gemm_cycles"]
 
 
 @dataclass
@@ -56,6 +57,37 @@ class GemmResult:
     sim_cycles: int = 0
     clobbered_bytes: int = 0
     perf: dict = field(default_factory=dict)
+
+
+def random_operands(fmt: str, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """A random matrix of ``shape`` in the input format ``fmt``: uniform int8, or standard normal values
+    rounded to the format (:func:`verif.golden.to_format`)."""
+    from verif.golden import to_format
+
+    if fmt == "int8":
+        return rng.integers(-128, 128, shape, dtype=np.int8)
+    return to_format(rng.standard_normal(shape).astype(np.float32), fmt)
+
+
+def engine_gemm_cycles(config, m: int, k: int, n: int, *, sim: str = "verilator", seed: int = 1) -> int:
+    """The engine's CYCLES for one M x K x N GEMM of random operands (``seed``) on the RTL with the
+    HDL memory system in ``sim``, checked bit for bit against :func:`verif.golden.matmul`.
+
+    Raises:
+        RuntimeError: the testbench failed, or the result is not bit-exact (the message says how many
+            elements differ).
+    """
+    from verif.golden import matmul
+
+    rng = np.random.default_rng(seed)
+    fmt = config.mxu.fmt
+    a, b = random_operands(fmt, (m, k), rng), random_operands(fmt, (k, n), rng)
+    (res,), _ = run_gemms([GemmJob(a, b, None, "fp32")], config, sim=sim, memory="hdl", progress=False)
+    want = matmul(a, b, None, fmt=fmt, subnormals=config.mxu.subnormals).view(np.uint32)
+    if not np.array_equal(res.bits, want):
+        raise RuntimeError(f"the engine's {m}x{k}x{n} GEMM is not bit-exact against the golden model "
+                           f"({int((res.bits != want).sum())} of {want.size} elements differ)")
+    return res.cycles
 
 
 def _check_job(j: int, job: GemmJob, fmt: str, specs: list[dict]) -> tuple[int, int]:

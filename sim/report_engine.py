@@ -41,14 +41,6 @@ def engine_config(cfg):
         return None, str(e)
 
 
-def _operands(fmt: str, shape, rng) -> np.ndarray:
-    from verif.golden import to_format
-
-    if fmt == "int8":
-        return rng.integers(-128, 128, shape, dtype=np.int8)
-    return to_format(rng.standard_normal(shape).astype(np.float32), fmt)
-
-
 def default_shapes(ecfg) -> list[tuple[int, int, int]]:
     """Three GEMM shapes for array R x C: few rows and many weights (R, 16R, 16C), square (16R, 16R,
     16C) and many rows on few weights (64R, 2R, 2C); K at most the engine's ``max_k``."""
@@ -87,14 +79,15 @@ def engine_gemms(ecfg, *, sim: str = "verilator", shapes=None, seed: int = 1) ->
     Raises:
         RuntimeError: the testbench failed (hang, JEDEC violation), or a result is not bit-exact.
     """
-    from sim.gemm import GemmJob, run_gemms
+    from sim.gemm import GemmJob, random_operands, run_gemms
     from verif.cycles import engine_array_cycles
     from verif.golden import matmul
 
     shapes = shapes or default_shapes(ecfg)
     rng = np.random.default_rng(seed)
     fmt, sub = ecfg.mxu.fmt, ecfg.mxu.subnormals
-    jobs = [GemmJob(_operands(fmt, (m, k), rng), _operands(fmt, (k, n), rng), None, "fp32") for m, k, n in shapes]
+    jobs = [GemmJob(random_operands(fmt, (m, k), rng), random_operands(fmt, (k, n), rng), None, "fp32")
+            for m, k, n in shapes]
     results, info = run_gemms(jobs, ecfg, sim=sim, memory="hdl", progress=False)
     R, C, h = ecfg.mxu.rows, ecfg.mxu.cols, ecfg.hbm
     peak = R * C
@@ -156,7 +149,7 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
     import yowasp_wavedrom
 
     from hw.hbm.interface import ColCmd, RowCmd
-    from sim.gemm import GemmJob, run_gemms
+    from sim.gemm import GemmJob, random_operands, run_gemms
     from sim.waves import sample as _sample
     from sim.waves import wave as _wave
 
@@ -165,7 +158,7 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
     m, k, n = shape or (2 * R, min(2 * R, ecfg.max_k), 2 * C)
     rng = np.random.default_rng(seed)
     fmt = ecfg.mxu.fmt
-    job = GemmJob(_operands(fmt, (m, k), rng), _operands(fmt, (k, n), rng), None, "fp32")
+    job = GemmJob(random_operands(fmt, (m, k), rng), random_operands(fmt, (k, n), rng), None, "fp32")
     vcd = work / "engine.vcd"
     (res,), _ = run_gemms([job], ecfg, sim="icarus", memory="hdl", progress=False, waves=str(vcd))
     names = {"start": "gemm_sim.top.engine.start", "irq": "gemm_sim.irq"}

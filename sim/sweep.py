@@ -18,11 +18,13 @@ that the grid is expanded around (no ``[[point]]``: one empty one)::
 
 Each point is one task on Ray (a local instance, or a cluster given by its address, as OpenROAD's
 AutoTuner runs its flow sweeps): Verilog generation, Yosys, nextpnr (:func:`sim.synth.run_flow`, the
-out-of-context flow of ``mxu synth``) and, for blocks with an exact cycle model (``mxu``: the
-weight-stationary tile schedule :func:`verif.cycles.gemm_cycles`), the GEMM's cycles and throughput at
-the achieved Fmax. A point's record is cached under ``<build>/cache/sweep/<hash>.json``, where the hash
-covers the point's configuration as ``mxu synth`` resolves it (every default filled in), the
-project's hardware sources and the tool versions: a sweep that is run
+out-of-context flow of ``mxu synth``) and the cycle benchmark of the configuration: for ``mxu`` the
+GEMM's cycles from the exact weight-stationary tile schedule (:func:`verif.cycles.gemm_cycles`), for
+``engine`` and ``gemm-top`` the engine's CYCLES for the GEMM on the RTL with the HDL memory system in
+Verilator (:func:`sim.gemm.engine_gemm_cycles`, bit-exact), and the throughput at the achieved Fmax.
+A point's record is cached under ``<build>/cache/sweep/<hash>.json``, where the hash covers the
+point's configuration as ``mxu synth`` resolves it (every default filled in), the project's hardware
+sources, the simulation that gives the engine's cycles and the tool versions: a sweep that is run
 again, or resumed after an interrupt, runs only the points it has no record of. A point whose design
 does not fit the part is a result (``does-not-fit``, cached); a tool failure is recorded with its
 message (``failed``, not cached, so it runs again) and does not stop the other points.
@@ -199,6 +201,10 @@ def run_cached(point: Point, resolve: Callable) -> dict:
     return {**rec, "cached": False}
 
 
+#: blocks whose sweep points run their GEMM on the engine's RTL for the cycle figure
+ENGINE_CYCLE_BLOCKS = ("engine", "gemm-top")
+
+
 def fingerprint() -> str:
     """A hash of what a point's result depends on besides its options: the hardware generator's
     sources (``hw/``), the flow's (``sim/synth.py``, ``sim/blocks.py``, ``sim/cli/synth.py``), the
@@ -210,6 +216,10 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     files = sorted((root / "hw").rglob("*.py")) + [root / "sim" / f for f in ("synth.py", "blocks.py")]
     files += [root / "sim" / "cli" / "synth.py", root / "verif" / "cycles.py"]
+    # the engine points' cycles come from a simulation: its memory models, testbench and runner
+    files += sorted((root / "verif" / "hdl").rglob("*.py")) + [root / "verif" / "tb" / "gemm_fast_tb.py",
+                                                               root / "verif" / "tb" / "base.py",
+                                                               root / "sim" / "gemm.py"]
     for f in files:
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(json.dumps(synth_tool_versions(), sort_keys=True).encode())
@@ -235,8 +245,9 @@ def _key(point: Point, fp: str, resolve: Callable) -> str:
 def run_point(point: Point, work: Path, resolve: Callable) -> dict:
     """Generate, synthesize and (unless ``place`` is false) place and route ``point`` in ``work``;
     returns its record: ``status`` (``ok``, ``does-not-fit`` or ``failed`` with ``error``), the block's
-    cells, the achieved and requested MHz, the critical path, and for the MXU the GEMM's cycles (exact
-    cycle model) and throughput in GMAC/s at the achieved Fmax (``None`` without a cycle model).
+    cells, the achieved and requested MHz, the critical path, and the GEMM's cycles and throughput in
+    GMAC/s at the achieved Fmax: the exact cycle model's for the MXU, the RTL's CYCLES for the engine
+    and the GEMM top (``gemm_error`` when that simulation failed), ``None`` for other blocks.
     ``resolve(argv, work)`` turns the point's ``mxu synth`` arguments into ``(args, factory, module
     name, Target, configuration, block description)`` (``sim.cli.sweep.resolve_point``)."""
     from sim import runner, synth
@@ -284,12 +295,23 @@ def run_point(point: Point, work: Path, resolve: Callable) -> dict:
             "cycle_model": None,
         }
     )
+    m, k, n = point.gemm
+    cycles = None
     if block["block"] == "mxu":
         from verif.cycles import gemm_cycles
 
-        m, k, n = point.gemm
         cycles = gemm_cycles(m, k, n, cfg.rows, cfg.cols, cfg.stages)
-        rec.update(gemm_cycles=cycles, cycle_model="verif.cycles.gemm_cycles (weight-stationary tiles, exact)")
+        rec["cycle_model"] = "verif.cycles.gemm_cycles (weight-stationary tiles, exact)"
+    elif block["block"] in ENGINE_CYCLE_BLOCKS:
+        from sim.gemm import engine_gemm_cycles
+
+        try:
+            cycles = engine_gemm_cycles(cfg, m, k, n)
+            rec["cycle_model"] = "RTL: the engine's CYCLES with the HDL memory system in Verilator (bit-exact)"
+        except (RuntimeError, ValueError) as e:  # the synthesis result stands; the figure is missing
+            rec["gemm_error"] = (str(e).splitlines() or [type(e).__name__])[0]
+    if cycles is not None:
+        rec["gemm_cycles"] = cycles
         if rec["achieved_mhz"]:
             rec["gemm_gmacs"] = round(m * k * n / cycles * rec["achieved_mhz"] / 1e3, 3)
     rec["tools"] = rep["tools"]

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sim import sweep
 from sim.cli.sweep import resolve_point
 
@@ -138,3 +140,53 @@ def test_cache_key_is_the_resolved_configuration():
     assert key(fmt="bf16", subnormals="ftz", stages=2, backpressure=True, seed=1, gemm="256x256x256") == base
     assert key(freq=48) == base  # the OrangeCrab's oscillator, mxu synth's default for ecp5-85k
     assert len({base, key(stages=3), key(seed=2), key(gemm="8x8x8"), key(freq=100), key(place=False)}) == 6
+
+
+@pytest.mark.cocotb
+def test_engine_gemm_cycles_on_the_rtl_bit_exact():
+    """The engine sweep points' cycle figure: a 4x4x4 GEMM on the 2x2 int8 engine with the HDL memory
+    in Icarus takes 94 cycles (the CYCLES ``mxu report`` traces for the same GEMM), bit-exact."""
+    from hw.engine import EngineConfig
+    from sim.gemm import engine_gemm_cycles
+
+    cfg = EngineConfig.from_options(rows=2, cols=2, fmt="int8", stages=1)
+    assert engine_gemm_cycles(cfg, 4, 4, 4, sim="icarus") == 94
+
+
+def test_engine_point_takes_its_cycles_from_the_rtl(tmp_path, monkeypatch):
+    """An engine point: the flow's report gives Fmax and cells, the RTL the GEMM's cycles (here a
+    stand-in that records its call), GMAC/s = M K N / cycles x MHz; a failing simulation leaves the
+    synthesis record with ``gemm_error`` and no throughput."""
+    import sim.gemm
+    import sim.synth
+
+    monkeypatch.setenv("MXU_BUILD_DIR", str(tmp_path))
+    report = {
+        "fmax": [{"achieved_mhz": 80.0, "met": False, "critical_path": None}],
+        "requested_mhz": 100.0,
+        "cells": {"block": {"lut4": 5000, "ff": 3000, "dsp": 4}},
+        "tools": {},
+    }
+    monkeypatch.setattr(sim.synth, "run_flow", lambda *a, **k: report)
+    calls = []
+
+    def cycles(cfg, m, k, n):
+        calls.append((cfg.mxu.rows, cfg.mxu.cols, cfg.mxu.fmt, m, k, n))
+        return 1234
+
+    monkeypatch.setattr(sim.gemm, "engine_gemm_cycles", cycles)
+    point = sweep.make_point(
+        {"block": "engine", "rows": 2, "cols": 2, "fmt": "int8", "target": "ecp5-85k", "gemm": "16x8x4"}
+    )
+    rec = sweep.run_point(point, tmp_path / "w", resolve_point)
+    assert rec["status"] == "ok" and calls == [(2, 2, "int8", 16, 8, 4)]
+    assert (rec["gemm_cycles"], rec["gemm_gmacs"]) == (1234, round(16 * 8 * 4 / 1234 * 80.0 / 1e3, 3))
+    assert rec["cycle_model"].startswith("RTL:") and rec["lut4"] == 5000
+
+    def fails(cfg, m, k, n):
+        raise RuntimeError("the engine's 16x8x4 GEMM is not bit-exact against the golden model (1 of 64 ...)")
+
+    monkeypatch.setattr(sim.gemm, "engine_gemm_cycles", fails)
+    rec = sweep.run_point(point, tmp_path / "w2", resolve_point)
+    assert rec["status"] == "ok" and rec["gemm_cycles"] is None and rec["gemm_gmacs"] is None
+    assert rec["gemm_error"].startswith("the engine's 16x8x4 GEMM is not bit-exact")
