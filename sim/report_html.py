@@ -267,6 +267,11 @@ def render(doc: dict, title: str) -> str:
                             [[r["suite"], r["tests"], r["passed"], r["failed"], r["skipped"],
                               ", ".join(r["simulators"]) or "-", _seeds(r), r["checked"] or "-", r["seconds"]]
                              for r in run["suites"]], {1, 2, 3, 4, 7, 8}))
+        if run["formal"]:
+            parts.append("<h3>Formal proofs</h3><p>SymbiYosys with Yices on the generated Verilog "
+                         "(<code>tests/test_formal.py</code>), in the same run:</p>")
+            parts.append(_table(["proof", "outcome", "seconds"],
+                                [[f["proof"], f["outcome"], f["seconds"]] for f in run["formal"]], {2}))
     else:
         parts.append("<p>No regression run is recorded in this build folder (<code>make test</code> records one).</p>")
     if v["mutation"]:

@@ -15,7 +15,10 @@ import json
 import time
 from pathlib import Path
 
-__all__ = ["record_path", "write", "suites"]
+__all__ = ["FORMAL_SUITE", "record_path", "write", "suites"]
+
+#: the suite of formal proofs (SymbiYosys): listed one by one in the summary
+FORMAL_SUITE = "tests/test_formal.py"
 
 
 def record_path() -> Path:
@@ -44,7 +47,8 @@ def write(tests: list[dict], *, args: list[str], options: dict, path: Path | Non
 def suites(path: Path | None = None) -> dict | None:
     """The last run summarized per suite (test file), or None when no run was recorded: each suite's
     tests, passed, failed, skipped, simulators, distinct seeds (and the seeds themselves when at most
-    three), values compared and seconds; plus the run's date, commit, arguments and totals."""
+    three), values compared and seconds; ``formal``: each test of :data:`FORMAL_SUITE` with its
+    outcome; plus the run's date, commit, arguments and totals."""
     path = path or record_path()
     if not path.is_file():
         return None
@@ -69,5 +73,7 @@ def suites(path: Path | None = None) -> dict | None:
                      "simulators": sorted(s["simulators"]), "seed_count": len(seeds),
                      "seeds": seeds if len(seeds) <= 3 else None, "seconds": round(s["seconds"], 1)})
     total = {k: sum(r[k] for r in rows) for k in ("tests", "passed", "failed", "skipped", "checked")}
+    formal = [{"proof": t["nodeid"].split("::", 1)[1], "outcome": t["outcome"], "seconds": t.get("duration_s")}
+              for t in doc["tests"] if t["nodeid"].split("::")[0] == FORMAL_SUITE]
     return {"date": doc["date"], "commit": doc["commit"], "args": doc["args"], "options": doc["options"],
-            "suites": rows, "total": total, "source": str(path)}
+            "suites": rows, "total": total, "formal": formal, "source": str(path)}

@@ -78,6 +78,14 @@ RUN = [
         "simulator": None,
         "checked": None,
     },
+    {
+        "nodeid": "tests/test_formal.py::test_stream_rules_proven_by_induction[mxu-2x2-bf16]",
+        "outcome": "passed",
+        "duration_s": 6.4,
+        "seed": None,
+        "simulator": None,
+        "checked": None,
+    },
 ]
 
 
@@ -245,8 +253,12 @@ def test_the_pages_numbers_are_report_json(report):
     assert doc["fpga"]["per_pe_svg"] == "lut4_per_pe.svg"
     assert "int32, two's-complement wrap-around (never saturates)" in text
     run = doc["verification"]["run"]
-    assert run["total"] == {"tests": 3, "passed": 2, "failed": 1, "skipped": 0, "checked": 6080}
-    assert run["suites"] == [
+    assert run["total"] == {"tests": 4, "passed": 3, "failed": 1, "skipped": 0, "checked": 6080}
+    assert run["formal"] == [
+        {"proof": "test_stream_rules_proven_by_induction[mxu-2x2-bf16]", "outcome": "passed", "seconds": 6.4}
+    ]
+    assert "test_stream_rules_proven_by_induction[mxu-2x2-bf16]" in text
+    assert run["suites"][1:] == [
         {
             "suite": "tests/test_golden.py",
             "tests": 1,
@@ -272,7 +284,7 @@ def test_the_pages_numbers_are_report_json(report):
             "seconds": 15.5,
         },
     ]
-    assert "icarus, verilator" in text and "6080" in text and "3 tests, 2 passed, 1 failed" in text
+    assert "icarus, verilator" in text and "6080" in text and "4 tests, 3 passed, 1 failed" in text
 
 
 @pytest.mark.cocotb
