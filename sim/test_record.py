@@ -6,7 +6,8 @@ what outcome, with the run's date and commit.
 Each test contributes ``{"nodeid", "outcome", "duration_s", "seed", "simulator", "checked"}``:
 ``seed`` from the ``seed`` fixture, ``simulator`` from the ``simulator`` fixture, ``checked`` the
 number of result values (MAC outputs, GEMM elements) the test compared with the golden model when
-it says so (``record_property("checked", n)``); None where a test has none of these.
+it says so (:func:`count_checked`, or ``record_property("checked", n)``; several counts add up);
+None where a test has none of these.
 """
 
 from __future__ import annotations
@@ -15,10 +16,21 @@ import json
 import time
 from pathlib import Path
 
-__all__ = ["FORMAL_SUITE", "record_path", "write", "suites"]
+__all__ = ["FORMAL_SUITE", "record_path", "write", "suites", "count_checked"]
 
 #: the suite of formal proofs (SymbiYosys): listed one by one in the summary
 FORMAL_SUITE = "tests/test_formal.py"
+
+
+#: the running test's pytest item (set by ``tests/conftest.py`` around every test), or None
+current_node = None
+
+
+def count_checked(n: int) -> None:
+    """Count ``n`` result values the running test compared bit for bit with the golden model (a
+    helper deep in a test calls this; outside a test it does nothing)."""
+    if current_node is not None:
+        current_node.user_properties.append(("checked", int(n)))
 
 
 def record_path() -> Path:

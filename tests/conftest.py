@@ -17,7 +17,7 @@ Hypothesis profiles
 Run record
     Every run writes ``<build>/verification/last_run.json`` (:mod:`sim.test_record`): per test its
     outcome, duration, seed, simulator and the count of result values it compared bit for bit
-    (``record_property("checked", n)``), with the run's date, commit and arguments; ``mxu report``
+    (:func:`sim.test_record.count_checked`), with the run's date, commit and arguments; ``mxu report``
     shows it per suite.
 
 Fixtures
@@ -92,6 +92,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     reports reach it with their user properties)."""
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         props = dict(report.user_properties)
+        checked = [v for k, v in report.user_properties if k == "checked"]  # several counts add up
         _RUN.append(
             {
                 "nodeid": report.nodeid,
@@ -99,7 +100,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 "duration_s": round(report.duration, 2),
                 "seed": props.get("seed"),
                 "simulator": props.get("simulator"),
-                "checked": props.get("checked"),
+                "checked": sum(checked) if checked else None,
             }
         )
 
@@ -192,6 +193,16 @@ def _quick_skips_amaranth_simulation(request: pytest.FixtureRequest, monkeypatch
         pytest.skip("runs Amaranth's simulator (not in --quick)")
 
     monkeypatch.setattr(amaranth.sim.Simulator, "__init__", skip)
+
+
+@pytest.fixture(autouse=True)
+def _record_node(request: pytest.FixtureRequest):
+    """Point :func:`sim.test_record.count_checked` at the running test."""
+    from sim import test_record
+
+    test_record.current_node = request.node
+    yield
+    test_record.current_node = None
 
 
 @pytest.fixture(scope="session")

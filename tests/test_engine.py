@@ -13,6 +13,7 @@ import pytest
 from hw.engine import REG, EngineConfig
 from hw.hbm.config import HBMConfig
 from hw.mxu import MXUConfig
+from sim import test_record
 from verif.engine_sim import run_engine_amaranth
 from verif.golden import expected_bits as golden_bits
 from verif.golden import to_format
@@ -40,6 +41,7 @@ def check(cfg, jobs, results):
         want = expected_bits(job, cfg.mxu.fmt, cfg.mxu.subnormals)
         got = r["d"]
         bad = np.argwhere(got != want)
+        test_record.count_checked(want.size)
         first = tuple(bad[0]) if bad.size else None
         assert bad.size == 0, (
             f"job {j} {job['a'].shape}x{job['b'].shape}: {len(bad)} mismatches, first at "
@@ -77,7 +79,7 @@ CONFIGS = [
 @pytest.mark.parametrize(
     "fmt,subnormals,rows,cols,m_block,acc", CONFIGS, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-mb{c[4]}" for c in CONFIGS]
 )
-def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed, record_property):
+def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed):
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     cfg = EngineConfig(
@@ -93,7 +95,6 @@ def test_engine_random(fmt, subnormals, rows, cols, m_block, acc, seed, record_p
         jobs.append(random_job(rng, fmt, m, k, n, load_c=i % 2 == 1, out_bf16=(fmt != "int8" and i % 3 == 2)))
     results = run_engine_amaranth(cfg, jobs, seed=seed, stall_p=0.3)
     check(cfg, jobs, results)
-    record_property("checked", sum(m * n for m, _, n in shapes))
 
 
 @pytest.mark.parametrize("n,ramp", [(1, True), (2, False)], ids=["n1-ramp", "n2-no-ramp"])

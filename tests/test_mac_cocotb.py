@@ -12,6 +12,7 @@ import json
 import pytest
 
 from hw.arith import MAC, MACConfig
+from sim import test_record
 from sim.runner import generate_verilog, run_cocotb
 
 CONFIGS = [
@@ -47,7 +48,7 @@ def _run_bench(verilog, top: str, bench: str, simulator: str, config: dict, repo
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
-def test_mac(cfg, simulator, seed, soak, tmp_path, record_property):
+def test_mac(cfg, simulator, seed, soak, tmp_path):
     n_random = (DEFAULT_RANDOM if cfg.stages == 2 else DEFAULT_RANDOM // 4) * (10 if soak else 1)
     verilog = generate_verilog(lambda: MAC(cfg), name="mac", key=cfg)
     config = {
@@ -70,7 +71,7 @@ def test_mac(cfg, simulator, seed, soak, tmp_path, record_property):
     assert "corner" in {r["test"] for r in records}
     assert sum(r["vectors"] for r in records if r["test"] != "corner") == n_random
     assert all(r["mismatches"] == 0 for r in records)
-    record_property("checked", sum(r["vectors"] for r in records))
+    test_record.count_checked(sum(r["vectors"] for r in records))
 
 
 DEPTH_CONFIGS = [(f, s) for f in ("bf16", "fp8_e4m3fn", "fp8_e5m2") for s in ("ftz", "ieee")] + [("int8", "ftz")]
