@@ -26,7 +26,9 @@ class GEMMTop(wiring.Component):
     """Engine + HBM controller.
 
     Ports: ``csr`` (AXI4-Lite slave, 7-bit address, 32-bit data), ``irq`` (Out 1), ``pc<k>`` (Out
-    :func:`dram_signature` per pseudo-channel), ``refresh_owed<k>`` (Out 4).
+    :func:`dram_signature` per pseudo-channel), ``refresh_owed<k>`` (Out 4), ``queue_empty<k>`` (Out 1:
+    no accepted request of pseudo-channel k waits for its command; with DONE, every result write is
+    on the pins).
 
     Args:
         config: :class:`EngineConfig`.
@@ -44,6 +46,7 @@ class GEMMTop(wiring.Component):
         for k in range(self.config.hbm.pseudo_channels):
             members[f"pc{k}"] = Out(dram_signature(self.config.hbm))
             members[f"refresh_owed{k}"] = Out(4)
+            members[f"queue_empty{k}"] = Out(1)
         super().__init__(members)
 
     @staticmethod
@@ -67,5 +70,6 @@ class GEMMTop(wiring.Component):
         wiring.connect(m, eng.mem_c, hbm.axi2)
         for k in range(cfg.hbm.pseudo_channels):
             wiring.connect(m, getattr(hbm, f"pc{k}"), wiring.flipped(getattr(self, f"pc{k}")))
-            m.d.comb += getattr(self, f"refresh_owed{k}").eq(getattr(hbm, f"refresh_owed{k}"))
+            m.d.comb += [getattr(self, f"refresh_owed{k}").eq(getattr(hbm, f"refresh_owed{k}")),
+                         getattr(self, f"queue_empty{k}").eq(getattr(hbm, f"queue_empty{k}"))]
         return m

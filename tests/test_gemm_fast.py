@@ -115,3 +115,29 @@ def test_end_of_run_refresh_rate_check_fires():
     msg = str(exc.value)
     want = "end of run: JEDEC violation: " + "; ".join(f"REFRESH_RATE violated: pc{k} at cycle 7514" for k in (0, 1))
     assert want in msg, msg[-2000:]
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("memory", ["hdl", "python"])
+def test_writes_queued_behind_a_refresh_reach_the_device_before_d_is_read(memory):
+    """Regression (found by ``mxu report``): on the 4x4 int8 engine with L = 2, a 64x64x64 GEMM after a
+    4x64x64 one read the last group's 108 results (rows 37-63, columns 60-63) as the fill pattern.
+    Both pseudo-channels began a REF while their queues were empty; the last result writes were
+    posted (B, then DONE) into the queues behind it, and the benches' drain rule counted the quiet
+    spell from the last column command, which lay before DONE, so D was read while the writes
+    waited out tRFC. A request waiting in a queue now restarts the count (``queue_empty<k>``): the
+    results are bit-exact and the engine's CYCLES are those of the run that failed."""
+    from sim.gemm import random_operands
+
+    cfg = EngineConfig.from_options(rows=4, cols=4, fmt="int8", stages=2)
+    rng = np.random.default_rng(1)
+    shapes = [(4, 64, 64), (64, 64, 64)]
+    jobs = []
+    for m, k, n in shapes:
+        jobs.append(GemmJob(random_operands("int8", (m, k), rng), random_operands("int8", (k, n), rng), None, "fp32"))
+    results, _ = run_gemms(jobs, cfg, sim="verilator", memory=memory, progress=False)
+    for job, res in zip(jobs, results):
+        want = matmul(job.a, job.b, None, fmt="int8", subnormals="ftz").view(np.uint32)
+        assert res.status == 0b10 and np.array_equal(res.bits, want), int((res.bits != want).sum())
+    assert [r.cycles for r in results] == [2647, 16574]
+    assert results[1].perf["perf_wait_w"] == 39  # the late weights that set up the refresh phase

@@ -31,9 +31,12 @@ def drain_cycles(timing) -> int:
     """Clock cycles without a column command after which the controllers' queues have drained.
 
     DONE means every result write was accepted (posted), not that it reached the device; before a
-    testbench reads D through the backdoor it waits until no column command has been issued for longer
-    than the longest gap a refresh can cause inside a stream of queued requests: tRP + tRFC + tRCD +
-    tRAS + CWL + 64 cycles of ``timing`` (an :class:`hw.hbm.config.HBMTiming`). Both GEMM testbenches
+    testbench reads D through the backdoor it waits until, for longer than the longest gap a refresh
+    can cause inside a stream of queued requests, no column command has been issued and no request
+    has waited in a controller's queue (the top's ``queue_empty<k>``): tRP + tRFC + tRCD + tRAS + CWL +
+    64 cycles of ``timing`` (an :class:`hw.hbm.config.HBMTiming`). Column commands alone are not
+    enough: a REF begun while the queues were empty can hold the last writes, queued after it,
+    for most of tRFC, so the quiet spell may have started before DONE. Both GEMM testbenches
     wait by this rule, polled every :data:`POLL_CYCLES` cycles, so a later job of a run starts at the
     same cycle (and sees the same refresh phase) on either memory model.
     """

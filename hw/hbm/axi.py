@@ -67,7 +67,9 @@ class HBMController(wiring.Component):
 
     Ports: ``axi0`` .. ``axi{P-1}`` (:func:`axi4_signature` with ``address_bits``, ``burst_bytes * 8``
     and ``id_bits``), ``pc0`` .. ``pc{N-1}`` (:func:`~hw.hbm.controller.dram_signature`, one per
-    pseudo-channel), ``refresh_owed{k}`` (REFs owed per pseudo-channel, 4 bits).
+    pseudo-channel), ``refresh_owed{k}`` (REFs owed per pseudo-channel, 4 bits), ``queue_empty{k}`` (no
+    accepted request of pseudo-channel k waits for its command; a write's B follows its entry into the
+    queue, so all B received and every ``queue_empty`` high means every write is on the pins).
 
     Args:
         config: :class:`HBMConfig`; ``tag_bits`` must hold ``log2(axi_ports) + log2(rob_depth)``.
@@ -102,6 +104,7 @@ class HBMController(wiring.Component):
         for k in range(config.pseudo_channels):
             members[f"pc{k}"] = Out(dram_signature(config))
             members[f"refresh_owed{k}"] = Out(4)
+            members[f"queue_empty{k}"] = Out(1)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -119,7 +122,8 @@ class HBMController(wiring.Component):
             c = PseudoChannelController(cfg)
             m.submodules[f"pc{k}_ctrl"] = c if self.ctrl_name is None else ModuleInstance(c, self.ctrl_name)
             wiring.connect(m, c.dram, wiring.flipped(getattr(self, f"pc{k}")))
-            m.d.comb += getattr(self, f"refresh_owed{k}").eq(c.refresh_owed)
+            m.d.comb += [getattr(self, f"refresh_owed{k}").eq(c.refresh_owed),
+                         getattr(self, f"queue_empty{k}").eq(c.queue_empty)]
             ctrls.append(c)
 
         def channel_of(addr):

@@ -75,6 +75,8 @@ class PseudoChannelController(wiring.Component):
             in the order the reads were issued to the DRAM (not request order: FR-FCFS reorders).
         dram: :func:`dram_signature` -- to the PHY / device model.
         refresh_owed: ``Out(4)`` -- REFs currently due and not issued (for statistics).
+        queue_empty: ``Out(1)`` -- no accepted request waits for its command: every write accepted
+            (posted) so far has its WR on the pins or behind it (its data follows CWL later).
 
     Args:
         config: :class:`~hw.hbm.config.HBMConfig`; its timing set is built into the counters.
@@ -90,6 +92,7 @@ class PseudoChannelController(wiring.Component):
             "rsp": Out(stream.Signature(response_layout(config))),
             "dram": Out(dram_signature(config)),
             "refresh_owed": Out(4),
+            "queue_empty": Out(1),
         })
 
     def elaborate(self, platform):
@@ -116,7 +119,8 @@ class PseudoChannelController(wiring.Component):
             banks.issue.eq(pins),
             sched.pins.eq(pins),
             refresh.ref_issued.eq(decision.ref),
-            refresh.queue_empty.eq(~queue.view.valid.any()),
+            self.queue_empty.eq(~queue.view.valid.any()),
+            refresh.queue_empty.eq(self.queue_empty),
             sched.draining.eq(refresh.draining),
             sched.rd_credit.eq(rpath.rd_credit),
             self.refresh_owed.eq(refresh.owed),

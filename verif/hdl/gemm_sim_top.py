@@ -35,9 +35,10 @@ class GEMMSimTop(wiring.Component):
             the strobe is registered, so no checker logic depends on a top-level input).
         violation: Out(1), some pseudo-channel's checker latched a JEDEC violation (details on
             ``dev<k>.checker.v_*``); row_error: Out(1), an ACT to a row the model does not store.
-        since_col: Out(16), clock cycles since the last column command on any pseudo-channel,
+        since_col: Out(16), clock cycles since the last cycle with a column command on any
+            pseudo-channel or a request waiting in any controller's queue (``queue_empty<k>`` low),
             saturating at 65,535 (the testbench waits on it for the queues to drain, as
-            :mod:`verif.tb.gemm_tb` counts the same from the pins).
+            :mod:`verif.tb.gemm_tb` counts the same from the pins and the queue flags).
         pc<k>_violation, pc<k>_v_<field>: Out, pseudo-channel k's checker's latched violation
             (:data:`VIOLATION_FIELDS`).
 
@@ -104,6 +105,9 @@ class GEMMSimTop(wiring.Component):
         m.d.comb += [self.violation.eq(Cat(*(d.checker.violation for d in self.devices)).any()),
                      self.row_error.eq(Cat(*(d.row_error for d in self.devices)).any())]
         col = Cat(*(d.dram.col_cmd != ColCmd.NOP for d in self.devices)).any()
+        # a write that waits in a queue behind a REF begun while the queue was empty must restart
+        # the count: a quiet spell from before DONE does not say the posted writes reached the device
+        col = col | ~Cat(*(getattr(top, f"queue_empty{k}") for k in range(len(self.devices)))).all()
         m.d.core += self.since_col.eq(Mux(col, 0, Mux(self.since_col.all(), self.since_col, self.since_col + 1)))
         return m
 
