@@ -263,8 +263,12 @@ def collect(cfg, out: Path, *, target: str = "ecp5-85k", resolve=None, progress=
     say("cycle model")
     doc["cycles"] = cycle_figures(cfg)
     ecfg, why = report_engine.engine_config(cfg)
-    if ecfg is None:
-        doc["engine"], doc["memory"] = {"available": False, "reason": why}, None
+    if ecfg is None:  # the memory section is the engine's default memory's, whatever the array
+        from hw.engine import EngineConfig
+
+        doc["engine"] = {"available": False, "reason": why}
+        say(f"HBM controller traffic ({sim})")
+        doc["memory"] = report_engine.hbm_figures(EngineConfig(), sim=sim, scale=hbm_scale)
     else:
         say("engine GEMM start (Icarus)")
         start = report_engine.trace_engine_start(ecfg, out)

@@ -125,10 +125,10 @@ def engine_gemms(ecfg, *, sim: str = "verilator", shapes=None, seed: int = 1) ->
 
 #: rows of the engine-start diagram: label -> (valid, ready) VCD names, drawn as the handshake's fire
 #: (valid and ready); the engine's MXU has no out__ready (its outputs are always taken)
-_FIRE = {"A read address": ("gemm_sim.top.mem_a__arvalid", "gemm_sim.top.mem_a__arready"),
-         "A read data": ("gemm_sim.top.mem_a__rvalid", "gemm_sim.top.mem_a__rready"),
-         "W read address": ("gemm_sim.top.mem_w__arvalid", "gemm_sim.top.mem_w__arready"),
-         "W read data": ("gemm_sim.top.mem_w__rvalid", "gemm_sim.top.mem_w__rready")}
+_FIRE = {"A address": ("gemm_sim.top.mem_a__arvalid", "gemm_sim.top.mem_a__arready"),
+         "A data": ("gemm_sim.top.mem_a__rvalid", "gemm_sim.top.mem_a__rready"),
+         "W address": ("gemm_sim.top.mem_w__arvalid", "gemm_sim.top.mem_w__arready"),
+         "W data": ("gemm_sim.top.mem_w__rvalid", "gemm_sim.top.mem_w__rready")}
 _BEATS = {"weight beat": ("gemm_sim.top.engine.mxu.wgt__valid", "gemm_sim.top.engine.mxu.wgt__ready"),
           "activation beat": ("gemm_sim.top.engine.mxu.act__valid", "gemm_sim.top.engine.mxu.act__ready"),
           "output beat": ("gemm_sim.top.engine.mxu.out__valid", None)}
@@ -181,12 +181,12 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
         return next((i - t0 for i, s in enumerate(samples) if i >= t0 and s[label] is not None and test(s[label])),
                     None)
 
-    events = {"A read address": first("A read address"), "W read address": first("W read address"),
+    events = {"A read address": first("A address"), "W read address": first("W address"),
               "first ACT": min((c for p in range(pcs) if (c := first(f"pc{p} row", lambda v: v == 1)) is not None),
                                default=None),
               "first RD": min((c for p in range(pcs) if (c := first(f"pc{p} column", lambda v: v == 1)) is not None),
                               default=None),
-              "A read data": first("A read data"), "W read data": first("W read data"),
+              "A read data": first("A data"), "W read data": first("W data"),
               "weight beat": first("weight beat"), "activation beat": first("activation beat"),
               "output beat": first("output beat"), "irq": first("irq")}
     end = t0 + min(max_cycles, (events["output beat"] or max_cycles) + 4)

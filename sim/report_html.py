@@ -98,6 +98,9 @@ def roofline_plot(engine: dict, path: Path) -> None:
     for g in engine["gemms"]:
         ax.loglog([g["intensity"]], [g["macs_per_cycle"]], "o", label=f"{g['m']}x{g['k']}x{g['n']} (RTL)")
     ax.axvline(ridge, color="0.7", ls=":")
+    from matplotlib.ticker import LogLocator
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     from matplotlib.ticker import FormatStrFormatter
 
     for axis in (ax.xaxis, ax.yaxis):
@@ -147,7 +150,11 @@ def _engine_section(e: dict, mem: dict | None) -> list[str]:
     parts.append("<h3>Roofline</h3>")
     parts.append('<figure><img src="roofline.svg" alt="roofline of the engine"></figure>')
     parts.append(f"<p>Array peak {_e(r['peak_macs_per_cycle'])} MACs/cycle, HBM {_e(r['bandwidth_bytes_per_cycle'])} "
-                 f"B/cycle, ridge at {_e(r['ridge_macs_per_byte'])} MACs/B.</p>")
+                 f"B/cycle, ridge at {_e(r['ridge_macs_per_byte'])} MACs/B. <i>Roof</i>: the part of the roofline "
+                 "above the GEMM, by its arithmetic intensity (left of the ridge the HBM bandwidth bounds it, "
+                 "right of it the array's peak). <i>Held by</i>: what keeps the RTL below that roof: HBM "
+                 "bandwidth, the array schedule (weight loads, fill and drain; the model explains at least 90 % "
+                 "of the cycles), or memory stalls and set-up (the rest).</p>")
     parts.append(_table(["M", "K", "N", "bytes moved", "MACs/B", "MACs/cycle", "of peak", "roof", "held by"],
                         [[g["m"], g["k"], g["n"], g["bytes"], g["intensity"], g["macs_per_cycle"],
                           f"{100 * g['of_peak']:.1f} %", f"{g['bound']}-bound", g["limit"]] for g in e["gemms"]],
@@ -159,7 +166,9 @@ def _engine_section(e: dict, mem: dict | None) -> list[str]:
                      f"{_e(mem['banks'])} banks; CL {_e(t['CL'])}, tRCD {_e(t['tRCD'])}, tRP {_e(t['tRP'])}, "
                      f"tRC {_e(t['tRC'])}, tFAW {_e(t['tFAW'])}, tREFI {_e(t['tREFI'])} cycles) in {_e(mem['sim'])} "
                      f"with the fatal JEDEC checker, traffic scale {_e(mem['scale'])}, seed {_e(mem['seed'])}. "
-                     "Efficiency: busy data-bus cycles over the run; bound: the pattern's analytical limit."
+                     "Efficiency: busy data-bus cycles over the run's cycles, each REF still owed at its end charged "
+                     "at tRFC (<code>efficiency_debt_charged</code>); bound: the pattern's analytical limit (none "
+                     "for mixed reads and writes, nor for one request at a time)."
                      + (" At this scale a run is shorter than a few tREFI: refresh has not cost its steady-state "
                         "share and an efficiency can exceed its bound." if mem["scale"] < 0.2 else
                         " A run's refreshes come in whole tRFC, so a run of a few tREFI can land slightly (about "
