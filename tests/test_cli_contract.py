@@ -196,8 +196,16 @@ BAD = [
     (["report", "--preset", "nope", "-o", "r"], {}, "unknown --preset 'nope'"),
     (["report", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
     (["report", "--target", "xc7", "-o", "r"], {}, "argument --target: invalid choice: 'xc7'"),
-    (["report", "--hbm-scale", "0", "-o", "r"], {}, "argument --hbm-scale: must be in (0, 1]; got 0"),
-    (["report", "--hbm-scale", "x", "-o", "r"], {}, "argument --hbm-scale: not a number: 'x'"),
+    (
+        ["report", "--hbm-scale", "0", "-o", "r"],
+        {},
+        "--hbm-scale: must be a fraction of the full traffic, above 0 and at most 1, not '0'",
+    ),
+    (
+        ["report", "--hbm-scale", "x", "-o", "r"],
+        {},
+        "--hbm-scale: must be a fraction of the full traffic, above 0 and at most 1, not 'x'",
+    ),
     (["report", "--sim", "xsim", "-o", "r"], {}, "argument --sim: invalid choice: 'xsim'"),
 ]
 

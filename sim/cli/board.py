@@ -19,7 +19,7 @@ from .files import (
     operand,
     progress_enabled,
 )
-from .options import FMTS, SUBNORMALS, npy_path_arg, out_dir_arg, seed_arg, stages_arg
+from .options import FMTS, SUBNORMALS, float_range_arg, npy_path_arg, out_dir_arg, seed_arg, stages_arg
 from .report import finish_gemm
 
 __all__ = ["add_parser", "run"]
@@ -35,14 +35,7 @@ def _baud(text: str) -> int:
     return value
 
 
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"must be 0 (exclusive) .. 86400 s; got {value}")
-    return value
+_timeout = float_range_arg(0, 86400, "a number of seconds")
 
 
 def add_parser(sub) -> None:

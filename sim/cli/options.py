@@ -95,14 +95,21 @@ def waves_path_arg(text: str) -> Path:
     return path
 
 
-def freq_mhz_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 1000:
-        raise argparse.ArgumentTypeError(f"must be a frequency in MHz, above 0 and at most 1000, not {text!r}")
-    return value
+def float_range_arg(low: float, high: float, what: str):
+    """An argparse type: a number above ``low`` and at most ``high`` (NaN is neither), else the
+    message "must be <what>, above <low> and at most <high>, not '<text>'"."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not low < value <= high:
+            raise argparse.ArgumentTypeError(f"must be {what}, above {low:g} and at most {high:g}, not {text!r}")
+        return value
+    return parse
+
+
+freq_mhz_arg = float_range_arg(0, 1000, "a frequency in MHz")
 
 
 #: Most random MACs ``mxu demo --mac`` runs (the testbench holds every vector in memory).

@@ -10,7 +10,16 @@ import tempfile
 
 from .errors import UsageError
 from .files import check_build_dir, check_out_dir, progress_enabled, write_outputs
-from .options import FMTS, SUBNORMALS, add_config_options, generate_params, out_dir_arg, positive_arg, stages_arg
+from .options import (
+    FMTS,
+    SUBNORMALS,
+    add_config_options,
+    float_range_arg,
+    generate_params,
+    out_dir_arg,
+    positive_arg,
+    stages_arg,
+)
 
 __all__ = ["add_parser", "run", "OUT_FILES"]
 
@@ -22,18 +31,6 @@ OUT_FILES = ("index.html", "report.json", "block.svg", "tile.svg", "tile.vcd", "
 #: arrays above this many PEs are refused: the page simulates the array in Icarus (about 2,000 PE
 #: cycles per second for bf16)
 MAX_PES = 64
-
-
-def _scale_arg(text: str) -> float:
-    import argparse
-
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < x <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1]; got {text}")
-    return x
 
 
 def add_parser(sub) -> None:
@@ -72,7 +69,7 @@ def add_parser(sub) -> None:
     r.add_argument("--sim", choices=("verilator", "icarus"), default="verilator",
                    help="simulator of the engine's GEMMs and the HBM controller's traffic (default verilator; "
                         "the traces are Icarus's)")
-    r.add_argument("--hbm-scale", type=_scale_arg, default=0.2,
+    r.add_argument("--hbm-scale", type=float_range_arg(0, 1, "a fraction of the full traffic"), default=0.2,
                    help="length of the HBM controller's traffic patterns, 0 < F <= 1 (default 0.2: 16,000 "
                         "sequential requests, about 8 tREFI; cached)")
     r.add_argument("--json", action="store_true", help="print report.json instead of the summary line")
