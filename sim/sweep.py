@@ -256,6 +256,8 @@ def run_point(point: Point, work: Path, resolve: Callable) -> dict:
     rec = {"options": point.options, "key": point.key, "gemm": "x".join(map(str, point.gemm))}
     try:
         args, factory, name, target, cfg, block = resolve(list(point.argv), work)
+        # the configuration as synthesized: every default the spec left out filled in
+        rec["resolved"] = {**block, "target": target.name, "seed": args.seed, "freq_mhz": args.freq}
         verilog = runner.generate_verilog(factory, name=name, key=(block["block"], cfg))
         rep = synth.run_flow(
             verilog,

@@ -182,6 +182,19 @@ def test_engine_point_takes_its_cycles_from_the_rtl(tmp_path, monkeypatch):
     assert rec["status"] == "ok" and calls == [(2, 2, "int8", 16, 8, 4)]
     assert (rec["gemm_cycles"], rec["gemm_gmacs"]) == (1234, round(16 * 8 * 4 / 1234 * 80.0 / 1e3, 3))
     assert rec["cycle_model"].startswith("RTL:") and rec["lut4"] == 5000
+    # the record and the table carry the configuration as synthesized, defaults filled in
+    assert rec["resolved"]["engine"]["mxu"] == {
+        "rows": 2,
+        "cols": 2,
+        "fmt": "int8",
+        "subnormals": "ftz",
+        "stages": 2,
+        "backpressure": True,
+    }
+    assert (rec["resolved"]["target"], rec["resolved"]["seed"]) == ("ecp5-85k", 1)
+    from sim.cli.sweep import format_table
+
+    assert format_table([rec]).splitlines()[1].split()[:7] == ["engine", "ecp5-85k", "2", "2", "int8", "2", "1"]
 
     def fails(cfg, m, k, n):
         raise RuntimeError("the engine's 16x8x4 GEMM is not bit-exact against the golden model (1 of 64 ...)")

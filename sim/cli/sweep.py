@@ -79,13 +79,21 @@ def _cell(v, width: int) -> str:
     return ("-" if v is None else str(v)).rjust(width)
 
 
+def _value(r: dict, key: str):
+    """A point's option ``key`` as written, else as resolved (an engine's array options in its MXU)."""
+    if r["options"].get(key) is not None:
+        return r["options"][key]
+    res = r.get("resolved") or {}
+    return res.get(key, res.get("engine", {}).get("mxu", {}).get(key))
+
+
 def format_table(records: list[dict]) -> str:
-    """One line per point: its options, status, LUT4 / FF / DSP / BRAM, achieved MHz and GMAC/s."""
+    """One line per point: its configuration (the defaults filled in), status, LUT4 / FF / DSP / BRAM,
+    achieved MHz and GMAC/s."""
     head = " ".join(k.rjust(w) for k, w in _COLUMNS) + "   status       LUT4     FF  DSP BRAM    MHz  GMAC/s"
     lines = [head]
     for r in records:
-        o = r["options"]
-        row = " ".join(_cell(o.get(k), w) for k, w in _COLUMNS)
+        row = " ".join(_cell(_value(r, k), w) for k, w in _COLUMNS)
         if r["status"] == "ok":
             row += (
                 f"   {'ok' + (' (cached)' if r.get('cached') else ''):<11}{r['lut4']:>6} {r['ff']:>6} {r['dsp']:>4}"
