@@ -425,7 +425,7 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
         "utilization.svg",
     ]
     assert all(width > 300 for _, width in images), images
-    assert height > 900 and h1 == "open-mxu design review: 2x2 int8 (ftz), 1 pipeline stage"
+    assert height > 900 and h1 == "open-mxu design review: 2x2 int8, 1 pipeline stage"
     assert (tmp_path / "page.png").stat().st_size > 10_000
 
 

@@ -119,7 +119,8 @@ def run(args) -> int:
         report_html.utilization_plot(doc["cycles"], w / "utilization.svg")
         if report_html.per_pe_plot(doc["fpga"], w / "lut4_per_pe.svg"):
             doc["fpga"]["per_pe_svg"] = "lut4_per_pe.svg"
-        title = (f"open-mxu design review: {cfg.rows}x{cfg.cols} {cfg.fmt} ({cfg.subnormals}), "
+        mode = "" if cfg.fmt == "int8" else f" ({cfg.subnormals})"  # subnormals do not apply to int8
+        title = (f"open-mxu design review: {cfg.rows}x{cfg.cols} {cfg.fmt}{mode}, "
                  f"{cfg.stages} pipeline stage{'s' if cfg.stages > 1 else ''}")
         (w / "index.html").write_text(report_html.render(doc, title))
         (w / "report.json").write_text(json.dumps(doc, indent=1))
