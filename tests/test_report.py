@@ -375,16 +375,19 @@ def test_hbm_section_bounds_floors_and_cache(report, monkeypatch):
     assert again["cached"] is True and {**again, "cached": False} == mem
 
 
-def test_an_array_the_engine_does_not_take_has_no_engine_section():
+def test_an_array_the_engine_does_not_take_has_no_engine_section(report):
     """A 2x3 array (the engine takes power-of-two columns): the page says why instead of a section."""
     from hw.mxu import MXUConfig
     from sim import report_engine
-    from sim.report_html import _engine_section
+    from sim.report_html import render
 
     ecfg, why = report_engine.engine_config(MXUConfig(2, 3, "int8", "ftz", 1))
     assert ecfg is None and why == "cols must be a power of two from 1 to 256; got 3"
-    html = "".join(_engine_section({"available": False, "reason": why}, None))
+    doc = json.loads((report[0] / "report.json").read_text())  # the 2x2 page's figures, engine left out
+    doc["engine"] = {"available": False, "reason": why}
+    html = render(doc, "t")
     assert "does not take this array: cols must be a power of two" in html and "roofline" not in html
+    assert "<h2 id=memory>HBM controller</h2>" in html  # the memory is the engine's default, whatever the array
 
 
 @pytest.mark.cocotb
