@@ -612,6 +612,9 @@ def run_cocotb(
         wave_format = waves_path.suffix[1:]
 
     toolchain.check_simulator(simulator)
+    from sim import test_context
+
+    test_context.note_simulator(simulator)
     if waves and simulator == "verilator" and wave_format == "fst":
         problem = toolchain.verilator_fst_problem()
         if problem is not None:

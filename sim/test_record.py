@@ -3,11 +3,11 @@ suite (``tests/conftest.py``) and read by ``mxu report``'s verification section:
 on which simulators, with which seeds, how many result values were compared bit for bit, and with
 what outcome, with the run's date and commit.
 
-Each test contributes ``{"nodeid", "outcome", "duration_s", "seed", "simulator", "checked"}``:
-``seed`` from the ``seed`` fixture, ``simulator`` from the ``simulator`` fixture, ``checked`` the
-number of result values (MAC outputs, GEMM elements) the test compared with the golden model when
-it says so (:func:`count_checked`, or ``record_property("checked", n)``; several counts add up);
-None where a test has none of these.
+Each test contributes ``{"nodeid", "outcome", "duration_s", "seed", "simulators", "checked"}``:
+``seed`` from the ``seed`` fixture, ``simulators`` every simulator it ran (``sim.runner.run_cocotb``
+notes each, :func:`sim.test_context.note_simulator`), ``checked`` the number of result values (MAC
+outputs, GEMM elements) the test compared with the golden model when it says so
+(:func:`count_checked`; several counts add up); None or empty where a test has none of these.
 """
 
 from __future__ import annotations
@@ -16,21 +16,12 @@ import json
 import time
 from pathlib import Path
 
+from .test_context import count_checked
+
 __all__ = ["FORMAL_SUITE", "record_path", "write", "suites", "count_checked"]
 
 #: the suite of formal proofs (SymbiYosys): listed one by one in the summary
 FORMAL_SUITE = "tests/test_formal.py"
-
-
-#: the running test's pytest item (set by ``tests/conftest.py`` around every test), or None
-current_node = None
-
-
-def count_checked(n: int) -> None:
-    """Count ``n`` result values the running test compared bit for bit with the golden model (a
-    helper deep in a test calls this; outside a test it does nothing)."""
-    if current_node is not None:
-        current_node.user_properties.append(("checked", int(n)))
 
 
 def record_path() -> Path:
@@ -72,8 +63,7 @@ def suites(path: Path | None = None) -> dict | None:
                                                          "seconds": 0.0})
         s["tests"] += 1
         s[t["outcome"]] = s.get(t["outcome"], 0) + 1
-        if t.get("simulator"):
-            s["simulators"].add(t["simulator"])
+        s["simulators"].update(t.get("simulators") or [])
         if t.get("seed") is not None:
             s["seeds"].add(t["seed"])
         s["checked"] += t.get("checked") or 0

@@ -99,7 +99,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 "outcome": report.outcome,
                 "duration_s": round(report.duration, 2),
                 "seed": props.get("seed"),
-                "simulator": props.get("simulator"),
+                "simulators": sorted({v for k, v in report.user_properties if k == "simulator"}),
                 "checked": sum(checked) if checked else None,
             }
         )
@@ -197,12 +197,12 @@ def _quick_skips_amaranth_simulation(request: pytest.FixtureRequest, monkeypatch
 
 @pytest.fixture(autouse=True)
 def _record_node(request: pytest.FixtureRequest):
-    """Point :func:`sim.test_record.count_checked` at the running test."""
-    from sim import test_record
+    """Point :mod:`sim.test_context` (values compared, simulators run) at the running test."""
+    from sim import test_context
 
-    test_record.current_node = request.node
+    test_context.current_node = request.node
     yield
-    test_record.current_node = None
+    test_context.current_node = None
 
 
 @pytest.fixture(scope="session")

@@ -59,7 +59,7 @@ RUN = [
         "outcome": "passed",
         "duration_s": 4.5,
         "seed": 7,
-        "simulator": "verilator",
+        "simulators": ["verilator"],
         "checked": 3040,
     },
     {
@@ -67,7 +67,7 @@ RUN = [
         "outcome": "passed",
         "duration_s": 11.0,
         "seed": 9,
-        "simulator": "icarus",
+        "simulators": ["icarus"],
         "checked": 3040,
     },
     {
@@ -75,7 +75,7 @@ RUN = [
         "outcome": "failed",
         "duration_s": 0.5,
         "seed": None,
-        "simulator": None,
+        "simulators": [],
         "checked": None,
     },
     {
@@ -83,7 +83,7 @@ RUN = [
         "outcome": "passed",
         "duration_s": 6.4,
         "seed": None,
-        "simulator": None,
+        "simulators": [],
         "checked": None,
     },
 ]
