@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog", "sim_top_verilog", "stored_rows_for",
-           "random_operands", "engine_gemm_cycles"]
+           "random_jobs", "check_bitexact", "engine_gemm_cycles"]
 
 
 @dataclass
@@ -59,35 +59,51 @@ class GemmResult:
     perf: dict = field(default_factory=dict)
 
 
-def random_operands(fmt: str, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
-    """A random matrix of ``shape`` in the input format ``fmt``: uniform int8, or standard normal values
-    rounded to the format (:func:`verif.golden.to_format`)."""
+def random_jobs(fmt: str, shapes, seed: int) -> list[GemmJob]:
+    """One GEMM per (M, K, N) of ``shapes``, fp32 out, no C0, operands from
+    ``numpy.random.default_rng(seed)`` in order (A then B of each): uniform int8, or standard normal
+    values rounded to the format (:func:`verif.golden.to_format`)."""
     from verif.golden import to_format
 
-    if fmt == "int8":
-        return rng.integers(-128, 128, shape, dtype=np.int8)
-    return to_format(rng.standard_normal(shape).astype(np.float32), fmt)
+    rng = np.random.default_rng(seed)
+
+    def operand(shape):
+        if fmt == "int8":
+            return rng.integers(-128, 128, shape, dtype=np.int8)
+        return to_format(rng.standard_normal(shape).astype(np.float32), fmt)
+
+    return [GemmJob(operand((m, k)), operand((k, n)), None, "fp32") for m, k, n in shapes]
+
+
+def check_bitexact(jobs: list[GemmJob], results: list[GemmResult], config) -> None:
+    """Every result bit for bit against :func:`verif.golden.expected_bits` (NaN canonical).
+
+    Raises:
+        RuntimeError: naming the first GEMM that is not bit-exact and how many of its elements differ.
+    """
+    from verif.golden import compare_bits, expected_bits, result_bits
+
+    for job, res in zip(jobs, results, strict=True):
+        want = expected_bits(job.a, job.b, job.c, fmt=config.mxu.fmt, subnormals=config.mxu.subnormals,
+                             out=job.out)
+        bad = compare_bits(result_bits(res.bits, job.out), want)
+        if bad:
+            m, k = job.a.shape
+            raise RuntimeError(f"the engine's {m}x{k}x{job.b.shape[1]} GEMM is not bit-exact against the golden "
+                               f"model ({len(bad)} of {want.size} elements differ)")
 
 
 def engine_gemm_cycles(config, m: int, k: int, n: int, *, sim: str = "verilator", seed: int = 1) -> int:
-    """The engine's CYCLES for one M x K x N GEMM of random operands (``seed``) on the RTL with the
-    HDL memory system in ``sim``, checked bit for bit against :func:`verif.golden.matmul`.
+    """The engine's CYCLES for one M x K x N GEMM of random operands (:func:`random_jobs`, ``seed``) on
+    the RTL with the HDL memory system in ``sim``, checked by :func:`check_bitexact`.
 
     Raises:
-        RuntimeError: the testbench failed, or the result is not bit-exact (the message says how many
-            elements differ).
+        RuntimeError: the testbench failed, or the result is not bit-exact.
     """
-    from verif.golden import matmul
-
-    rng = np.random.default_rng(seed)
-    fmt = config.mxu.fmt
-    a, b = random_operands(fmt, (m, k), rng), random_operands(fmt, (k, n), rng)
-    (res,), _ = run_gemms([GemmJob(a, b, None, "fp32")], config, sim=sim, memory="hdl", progress=False)
-    want = matmul(a, b, None, fmt=fmt, subnormals=config.mxu.subnormals).view(np.uint32)
-    if not np.array_equal(res.bits, want):
-        raise RuntimeError(f"the engine's {m}x{k}x{n} GEMM is not bit-exact against the golden model "
-                           f"({int((res.bits != want).sum())} of {want.size} elements differ)")
-    return res.cycles
+    jobs = random_jobs(config.mxu.fmt, [(m, k, n)], seed)
+    results, _ = run_gemms(jobs, config, sim=sim, memory="hdl", progress=False)
+    check_bitexact(jobs, results, config)
+    return results[0].cycles
 
 
 def _check_job(j: int, job: GemmJob, fmt: str, specs: list[dict]) -> tuple[int, int]:

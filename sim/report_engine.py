@@ -23,8 +23,6 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 __all__ = ["engine_config", "engine_gemms", "trace_engine_start", "hbm_figures"]
 
 
@@ -66,10 +64,10 @@ def engine_gemms(ecfg, *, sim: str = "verilator", shapes=None, seed: int = 1) ->
     """Run ``shapes`` ((M, K, N) triples; default :func:`default_shapes`) on the engine RTL with the HDL
     memory in ``sim``, one simulator process; random operands from ``seed``.
 
-    Returns ``{"sim", "seed", "gemms": [...], "roofline": {...}}``; each GEMM has the RTL's cycles and
-    performance counters, the array-bound model's cycles, ``bitexact`` (against
-    :func:`verif.golden.matmul`), bytes moved, arithmetic intensity (MACs per byte), attained MACs per
-    cycle, ``bound`` (``compute`` or ``memory``: which roof it sits under) and ``limit``: ``HBM
+    Returns ``{"sim", "seed", "gemms": [...], "roofline": {...}}``; every result is bit-exact
+    (:func:`sim.gemm.check_bitexact`, else RuntimeError); each GEMM has the RTL's cycles and
+    performance counters, the array-bound model's cycles, bytes moved, arithmetic intensity (MACs per
+    byte), attained MACs per cycle, ``bound`` (``compute`` or ``memory``: which roof it sits under) and ``limit``: ``HBM
     bandwidth`` under the memory roof, else ``array schedule`` when the model (a memory that never
     makes the engine wait) explains at least 90 % of the cycles, else ``memory stalls and set-up``.
     The roofline holds the
@@ -79,27 +77,19 @@ def engine_gemms(ecfg, *, sim: str = "verilator", shapes=None, seed: int = 1) ->
     Raises:
         RuntimeError: the testbench failed (hang, JEDEC violation), or a result is not bit-exact.
     """
-    from sim.gemm import GemmJob, random_operands, run_gemms
+    from sim.gemm import check_bitexact, random_jobs, run_gemms
     from verif.cycles import engine_array_cycles
-    from verif.golden import matmul
 
     shapes = shapes or default_shapes(ecfg)
-    rng = np.random.default_rng(seed)
-    fmt, sub = ecfg.mxu.fmt, ecfg.mxu.subnormals
-    jobs = [GemmJob(random_operands(fmt, (m, k), rng), random_operands(fmt, (k, n), rng), None, "fp32")
-            for m, k, n in shapes]
+    jobs = random_jobs(ecfg.mxu.fmt, shapes, seed)
     results, info = run_gemms(jobs, ecfg, sim=sim, memory="hdl", progress=False)
+    check_bitexact(jobs, results, ecfg)
     R, C, h = ecfg.mxu.rows, ecfg.mxu.cols, ecfg.hbm
     peak = R * C
     bandwidth = h.pseudo_channels * h.burst_bytes / h.timing.burst_cycles
     ridge = peak / bandwidth
     rows = []
-    for (m, k, n), job, res in zip(shapes, jobs, results):
-        want = matmul(job.a, job.b, None, fmt=fmt, subnormals=sub).view(np.uint32)
-        exact = bool(np.array_equal(res.bits, want))
-        if not exact:
-            raise RuntimeError(f"the engine's {m}x{k}x{n} GEMM is not bit-exact against the golden model "
-                               f"({int((res.bits != want).sum())} of {want.size} elements differ)")
+    for (m, k, n), res in zip(shapes, results):
         moved = moved_bytes(m, k, n, ecfg)
         intensity = m * k * n / moved
         perf = {name.removeprefix("perf_"): v for name, v in res.perf.items()}
@@ -111,12 +101,11 @@ def engine_gemms(ecfg, *, sim: str = "verilator", shapes=None, seed: int = 1) ->
         else:
             limit = "memory stalls and set-up"
         rows.append({"m": m, "k": k, "n": n, "rtl_cycles": res.cycles,
-                     "model_cycles": model, "perf": perf, "bitexact": exact,
+                     "model_cycles": model, "perf": perf,
                      "bytes": moved, "intensity": round(intensity, 3),
                      "macs_per_cycle": round(m * k * n / res.cycles, 3),
                      "of_peak": round(m * k * n / res.cycles / peak, 4),
-                     "bound": "memory" if intensity < ridge else "compute", "limit": limit,
-                     "feed_share": round(perf["feed"] / res.cycles, 4)})
+                     "bound": "memory" if intensity < ridge else "compute", "limit": limit})
     return {"sim": sim, "seed": seed, "pseudo_channels": h.pseudo_channels, "gemms": rows,
             "roofline": {"peak_macs_per_cycle": peak, "bandwidth_bytes_per_cycle": bandwidth,
                          "ridge_macs_per_byte": round(ridge, 3)},
@@ -149,18 +138,17 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
     import yowasp_wavedrom
 
     from hw.hbm.interface import ColCmd, RowCmd
-    from sim.gemm import GemmJob, random_operands, run_gemms
+    from sim.gemm import random_jobs, run_gemms
     from sim.waves import sample as _sample
     from sim.waves import wave as _wave
 
     work.mkdir(parents=True, exist_ok=True)
     R, C = ecfg.mxu.rows, ecfg.mxu.cols
     m, k, n = shape or (2 * R, min(2 * R, ecfg.max_k), 2 * C)
-    rng = np.random.default_rng(seed)
     fmt = ecfg.mxu.fmt
-    job = GemmJob(random_operands(fmt, (m, k), rng), random_operands(fmt, (k, n), rng), None, "fp32")
     vcd = work / "engine.vcd"
-    (res,), _ = run_gemms([job], ecfg, sim="icarus", memory="hdl", progress=False, waves=str(vcd))
+    (res,), _ = run_gemms(random_jobs(fmt, [(m, k, n)], seed), ecfg, sim="icarus", memory="hdl", progress=False,
+                          waves=str(vcd))
     names = {"start": "gemm_sim.top.engine.start", "irq": "gemm_sim.irq"}
     for label, (valid, ready) in {**_FIRE, **_BEATS}.items():
         names[label + "/v"] = valid
@@ -177,15 +165,15 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
     t0 = next(i for i, s in enumerate(samples) if s["start"] == 1)
     cmd_names = {**{f"pc{p} row": RowCmd for p in range(pcs)}, **{f"pc{p} column": ColCmd for p in range(pcs)}}
 
-    def first(label, test=lambda v: v == 1):
-        return next((i - t0 for i, s in enumerate(samples) if i >= t0 and s[label] is not None and test(s[label])),
-                    None)
+    def first(label, value=1):  # the first cycle from START at which the lane holds value
+        return next((i - t0 for i, s in enumerate(samples) if i >= t0 and s[label] == value), None)
+
+    def first_on_any_pc(lane, value):
+        return min((c for p in range(pcs) if (c := first(f"pc{p} {lane}", value)) is not None), default=None)
 
     events = {"A read address": first("A address"), "W read address": first("W address"),
-              "first ACT": min((c for p in range(pcs) if (c := first(f"pc{p} row", lambda v: v == 1)) is not None),
-                               default=None),
-              "first RD": min((c for p in range(pcs) if (c := first(f"pc{p} column", lambda v: v == 1)) is not None),
-                              default=None),
+              "first ACT": first_on_any_pc("row", RowCmd.ACT.value),
+              "first RD": first_on_any_pc("column", ColCmd.RD.value),
               "A read data": first("A data"), "W read data": first("W data"),
               "weight beat": first("weight beat"), "activation beat": first("activation beat"),
               "output beat": first("output beat"), "irq": first("irq")}
@@ -200,7 +188,7 @@ def trace_engine_start(ecfg, work: Path, *, shape=None, seed: int = 1, max_cycle
             v = s[label]
             if v in (None, 0):
                 ch = "x" if v is None else "0"
-                wave.append("." if wave and wave[-1] in (ch, ".") and _last_state(wave) == ch else ch)
+                wave.append("." if _last_state(wave) == ch else ch)
             else:
                 wave.append("=")
                 data.append(enum(v).name)

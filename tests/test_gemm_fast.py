@@ -127,17 +127,31 @@ def test_writes_queued_behind_a_refresh_reach_the_device_before_d_is_read(memory
     spell from the last column command, which lay before DONE, so D was read while the writes
     waited out tRFC. A request waiting in a queue now restarts the count (``queue_empty<k>``): the
     results are bit-exact and the engine's CYCLES are those of the run that failed."""
-    from sim.gemm import random_operands
+    from sim.gemm import random_jobs
 
     cfg = EngineConfig.from_options(rows=4, cols=4, fmt="int8", stages=2)
-    rng = np.random.default_rng(1)
-    shapes = [(4, 64, 64), (64, 64, 64)]
-    jobs = []
-    for m, k, n in shapes:
-        jobs.append(GemmJob(random_operands("int8", (m, k), rng), random_operands("int8", (k, n), rng), None, "fp32"))
+    jobs = random_jobs("int8", [(4, 64, 64), (64, 64, 64)], seed=1)
     results, _ = run_gemms(jobs, cfg, sim="verilator", memory=memory, progress=False)
     for job, res in zip(jobs, results):
         want = matmul(job.a, job.b, None, fmt="int8", subnormals="ftz").view(np.uint32)
         assert res.status == 0b10 and np.array_equal(res.bits, want), int((res.bits != want).sum())
     assert [r.cycles for r in results] == [2647, 16574]
     assert results[1].perf["perf_wait_w"] == 39  # the late weights that set up the refresh phase
+
+
+def test_check_bitexact_names_the_gemm_and_counts_the_differences():
+    """The check behind the report's and the sweep's engine figures: one flipped bit in the second
+    GEMM's results fails with its shape and the count; the golden results themselves pass."""
+    from sim.gemm import GemmResult, check_bitexact, random_jobs
+    from verif.golden import expected_bits
+
+    cfg = EngineConfig.from_options(rows=2, cols=2, fmt="bf16", stages=1)
+    jobs = random_jobs("bf16", [(2, 3, 4), (5, 6, 7)], seed=3)
+    gold = [expected_bits(j.a, j.b, fmt="bf16", subnormals="ftz") for j in jobs]
+    results = [GemmResult(g.view(np.float32), g, 0, 0b10, 0) for g in gold]
+    check_bitexact(jobs, results, cfg)
+    bad = gold[1].copy()
+    bad[4, 6] ^= 1
+    results[1] = GemmResult(bad.view(np.float32), bad, 0, 0b10, 0)
+    with pytest.raises(RuntimeError, match=r"the engine's 5x6x7 GEMM is not bit-exact .* \(1 of 35 elements differ\)"):
+        check_bitexact(jobs, results, cfg)
