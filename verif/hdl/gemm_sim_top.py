@@ -104,11 +104,11 @@ class GEMMSimTop(wiring.Component):
                 m.d.comb += getattr(self, f"pc{k}_v_{f}").eq(getattr(dev.checker, f"v_{f}"))
         m.d.comb += [self.violation.eq(Cat(*(d.checker.violation for d in self.devices)).any()),
                      self.row_error.eq(Cat(*(d.row_error for d in self.devices)).any())]
-        col = Cat(*(d.dram.col_cmd != ColCmd.NOP for d in self.devices)).any()
         # a write that waits in a queue behind a REF begun while the queue was empty must restart
         # the count: a quiet spell from before DONE does not say the posted writes reached the device
-        col = col | ~Cat(*(getattr(top, f"queue_empty{k}") for k in range(len(self.devices)))).all()
-        m.d.core += self.since_col.eq(Mux(col, 0, Mux(self.since_col.all(), self.since_col, self.since_col + 1)))
+        busy = (Cat(*(d.dram.col_cmd != ColCmd.NOP for d in self.devices)).any()
+                | ~Cat(*(getattr(top, f"queue_empty{k}") for k in range(len(self.devices)))).all())
+        m.d.core += self.since_col.eq(Mux(busy, 0, Mux(self.since_col.all(), self.since_col, self.since_col + 1)))
         return m
 
 

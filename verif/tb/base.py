@@ -137,8 +137,8 @@ class DramAdapter:
     violation) and drives the read data due in this cycle. The address pins are read with a command
     and the data pins with write data; ``all_pins`` checks every address pin for X / Z in every cycle
     too (the HBM controller's own bench; the GEMM bench saves that Python work per cycle).
-    ``cycle`` counts the cycles run, ``last_col_cycle`` the last cycle with a column command or, when
-    the top has ``queue_empty<k>`` ports, a request waiting in a controller's queue;
+    ``cycle`` counts the cycles run, ``last_busy_cycle`` the last cycle with a column command or a
+    request waiting in a controller's queue (the top's ``queue_empty<k>`` low: a GEMM top's);
     ``on_command(cycle, pc, pins)`` and ``on_cycle(cycle)`` are optional hooks.
     """
 
@@ -146,10 +146,9 @@ class DramAdapter:
         self.dut, self.config, self.device = dut, config, device
         self.handles = [{name: getattr(dut, f"pc{k}__{name}") for name in (*DRAM_PINS, "rdata", "rdata_valid")}
                         for k in range(config.pseudo_channels)]
-        self.queue_empty = [h for k in range(config.pseudo_channels)
-                            if (h := getattr(dut, f"queue_empty{k}", None)) is not None]
+        self.queue_empty = [getattr(dut, f"queue_empty{k}") for k in range(config.pseudo_channels)]
         self.cycle = 0
-        self.last_col_cycle = 0
+        self.last_busy_cycle = 0
         self.stop = False
         self.on_command, self.on_cycle, self.all_pins = on_command, on_cycle, all_pins
         self._driven = [False] * config.pseudo_channels
@@ -197,11 +196,11 @@ class DramAdapter:
                 if p is not None:
                     pins[k] = p
                     if p.col_cmd:
-                        self.last_col_cycle = c
+                        self.last_busy_cycle = c
                     if self.on_command and (p.row_cmd or p.col_cmd):
                         self.on_command(c, k, p)
             if any(not int(h.value) for h in self.queue_empty):
-                self.last_col_cycle = c
+                self.last_busy_cycle = c
             if self.on_cycle:
                 self.on_cycle(c)
             out = device_cycle(self.device, c, pins)

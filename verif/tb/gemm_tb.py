@@ -79,7 +79,7 @@ async def gemm_jobs(dut):
         await First(RisingEdge(dut.irq), ClockCycles(dut.clk, timeout))
 
     async def drain(j):  # DONE means posted: wait until the queues drained
-        while dev.cycle - dev.last_col_cycle < quiet or not dev.device.idle:
+        while dev.cycle - dev.last_busy_cycle < quiet or not dev.device.idle:
             await ClockCycles(dut.clk, POLL_CYCLES)
 
     t_wall = time.perf_counter()
