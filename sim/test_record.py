@@ -7,7 +7,8 @@ Each test contributes ``{"nodeid", "outcome", "duration_s", "seed", "simulators"
 ``seed`` from the ``seed`` fixture, ``simulators`` every simulator it ran (``sim.runner.run_cocotb``
 notes each, :func:`sim.test_context.note_simulator`), ``checked`` the number of result values (MAC
 outputs, GEMM elements) the test compared with the golden model when it says so
-(:func:`count_checked`; several counts add up); None or empty where a test has none of these.
+(:func:`sim.test_context.count_checked`; several counts add up); None or empty where a test has
+none of these.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from .test_context import count_checked
-
-__all__ = ["FORMAL_SUITE", "record_path", "write", "suites", "count_checked"]
+__all__ = ["FORMAL_SUITE", "record_path", "write", "suites"]
 
 #: the suite of formal proofs (SymbiYosys): listed one by one in the summary
 FORMAL_SUITE = "tests/test_formal.py"

@@ -16,8 +16,8 @@ Hypothesis profiles
 
 Run record
     Every run writes ``<build>/verification/last_run.json`` (:mod:`sim.test_record`): per test its
-    outcome, duration, seed, simulator and the count of result values it compared bit for bit
-    (:func:`sim.test_record.count_checked`), with the run's date, commit and arguments; ``mxu report``
+    outcome, duration, seed, the simulators it ran and the count of result values it compared bit for bit
+    (:func:`sim.test_context.count_checked`), with the run's date, commit and arguments; ``mxu report``
     shows it per suite.
 
 Fixtures
