@@ -226,17 +226,23 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
+def _resolved(point: Point, args, target, block: dict) -> dict:
+    """``point``'s configuration as ``mxu synth`` resolved it (``args``, ``target``, ``block`` from
+    ``resolve``): the block's full configuration with every default filled in, the target, seed,
+    requested MHz (the board clock when the spec gives none), flow switches and the GEMM."""
+    freq = target.board_clock_mhz if args.freq is None else float(args.freq)
+    return {**block, "target": target.name, "seed": args.seed, "freq_mhz": freq, "place": point.place,
+            "dsp": not args.no_dsp, "widelut": args.widelut, "gemm": list(point.gemm)}
+
+
 def _key(point: Point, fp: str, resolve: Callable) -> str:
-    """The cache key of ``point``: its configuration as ``mxu synth`` resolves it (the block's full
-    configuration with every default filled in, the target, seed, requested MHz and flow switches),
-    so the same array reached through different keys (``subnormals`` given or left to its default)
-    is one record, plus the GEMM and the fingerprint ``fp``."""
+    """The cache key of ``point``: its resolved configuration (:func:`_resolved`), so the same array
+    reached through different keys (``subnormals`` given or left to its default) is one record, and
+    the fingerprint ``fp``."""
     import dataclasses
 
     args, _, _, target, _, block = resolve(list(point.argv))
-    freq = target.board_clock_mhz if args.freq is None else float(args.freq)
-    canon = {"block": block, "target": target.name, "seed": args.seed, "freq_mhz": freq, "place": point.place,
-             "dsp": not args.no_dsp, "widelut": args.widelut, "gemm": point.gemm, "fp": fp}
+    canon = {"resolved": _resolved(point, args, target, block), "fp": fp}
     text = json.dumps(canon, sort_keys=True, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o)
                       else str(o))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -256,8 +262,7 @@ def run_point(point: Point, work: Path, resolve: Callable) -> dict:
     rec = {"options": point.options, "key": point.key, "gemm": "x".join(map(str, point.gemm))}
     try:
         args, factory, name, target, cfg, block = resolve(list(point.argv), work)
-        # the configuration as synthesized: every default the spec left out filled in
-        rec["resolved"] = {**block, "target": target.name, "seed": args.seed, "freq_mhz": args.freq}
+        rec["resolved"] = _resolved(point, args, target, block)  # what the cache key hashes
         verilog = runner.generate_verilog(factory, name=name, key=(block["block"], cfg))
         rep = synth.run_flow(
             verilog,
