@@ -76,17 +76,20 @@ def random_jobs(fmt: str, shapes, seed: int) -> list[GemmJob]:
 
 
 def check_bitexact(jobs: list[GemmJob], results: list[GemmResult], config) -> None:
-    """Every result bit for bit against :func:`verif.golden.expected_bits` (NaN canonical).
+    """Every result bit for bit against :func:`verif.golden.expected_bits` (NaN canonical), counted
+    with :func:`verif.checked.count`.
 
     Raises:
         RuntimeError: naming the first GEMM that is not bit-exact and how many of its elements differ.
     """
+    from verif import checked
     from verif.golden import compare_bits, expected_bits, result_bits
 
     for job, res in zip(jobs, results, strict=True):
         want = expected_bits(job.a, job.b, job.c, fmt=config.mxu.fmt, subnormals=config.mxu.subnormals,
                              out=job.out)
         bad = compare_bits(result_bits(res.bits, job.out), want)
+        checked.count(want.size)
         if bad:
             m, k = job.a.shape
             raise RuntimeError(f"the engine's {m}x{k}x{job.b.shape[1]} GEMM is not bit-exact against the golden "

@@ -285,13 +285,16 @@ def render(doc: dict, title: str) -> str:
                      f"{_e(run['commit'])}, <code>pytest {_e(' '.join(run['args']))}</code>, soak "
                      f"{'on' if run['options']['soak'] else 'off'}, seed {_e(run['options']['seed'])}): "
                      f"{_e(tot['tests'])} tests, {_e(tot['passed'])} passed, {_e(tot['failed'])} failed, "
-                     f"{_e(tot['skipped'])} skipped. Values compared: results checked bit for bit against the "
-                     "golden model, where a test counts them.</p>")
+                     f"{_e(tot['skipped'])} skipped. Values compared: result elements (MAC, PE and MXU outputs, "
+                     "GEMM elements) checked bit for bit against the golden model; bytes compared: memory "
+                     "read back and checked against a shadow memory. A dash: the suite compares none "
+                     "(e.g. command-line, formal or cycle-model tests).</p>")
         parts.append(_table(["suite", "tests", "passed", "failed", "skipped", "simulators", "seeds", "values compared",
-                             "seconds"],
+                             "bytes compared", "seconds"],
                             [[r["suite"], r["tests"], r["passed"], r["failed"], r["skipped"],
-                              ", ".join(r["simulators"]) or "-", _seeds(r), r["checked"] or "-", r["seconds"]]
-                             for r in run["suites"]], {1, 2, 3, 4, 7, 8}))
+                              ", ".join(r["simulators"]) or "-", _seeds(r), r["checked"] or "-",
+                              r.get("checked_bytes") or "-", r["seconds"]]
+                             for r in run["suites"]], {1, 2, 3, 4, 7, 8, 9}))
         if run["formal"]:
             parts.append("<h3>Formal proofs</h3><p>SymbiYosys with Yices on the generated Verilog "
                          "(<code>tests/test_formal.py</code>), in the same run:</p>")

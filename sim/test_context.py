@@ -4,16 +4,10 @@ outside a test it is None and every function here does nothing."""
 
 from __future__ import annotations
 
-__all__ = ["current_node", "count_checked", "note_simulator"]
+__all__ = ["current_node", "note_simulator"]
 
 #: the running test's pytest item, or None
 current_node = None
-
-
-def count_checked(n: int) -> None:
-    """Count ``n`` result values the running test compared bit for bit with the golden model."""
-    if current_node is not None:
-        current_node.user_properties.append(("checked", int(n)))
 
 
 def note_simulator(name: str) -> None:

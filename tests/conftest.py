@@ -16,8 +16,9 @@ Hypothesis profiles
 
 Run record
     Every run writes ``<build>/verification/last_run.json`` (:mod:`sim.test_record`): per test its
-    outcome, duration, seed, the simulators it ran and the count of result values it compared bit for bit
-    (:func:`sim.test_context.count_checked`), with the run's date, commit and arguments; ``mxu report``
+    outcome, duration, seed, the simulators it ran, the count of result values it compared bit for bit
+    and of memory bytes it compared with a shadow memory (:func:`verif.checked.count`, in the test or in
+    a cocotb bench's simulator process), with the run's date, commit and arguments; ``mxu report``
     shows it per suite.
 
 Fixtures
@@ -33,6 +34,7 @@ from __future__ import annotations
 import os
 import random
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +103,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                 "seed": props.get("seed"),
                 "simulators": sorted({v for k, v in report.user_properties if k == "simulator"}),
                 "checked": sum(checked) if checked else None,
+                "checked_bytes": sum(v for k, v in report.user_properties if k == "checked_bytes") or None,
             }
         )
 
@@ -197,12 +200,39 @@ def _quick_skips_amaranth_simulation(request: pytest.FixtureRequest, monkeypatch
 
 @pytest.fixture(autouse=True)
 def _record_node(request: pytest.FixtureRequest):
-    """Point :mod:`sim.test_context` (values compared, simulators run) at the running test."""
+    """Point :mod:`sim.test_context` (simulators run) at the running test."""
     from sim import test_context
 
     test_context.current_node = request.node
     yield
     test_context.current_node = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Point :data:`verif.checked.ENV` at a fresh file for the test's call, which the simulators it
+    starts inherit, and add the values and bytes its benches compared to the test's record."""
+    import tempfile
+
+    from verif import checked
+
+    fd, name = tempfile.mkstemp(prefix="mxu-checked-", suffix=".txt")
+    os.close(fd)
+    old = os.environ.get(checked.ENV)
+    os.environ[checked.ENV] = name
+    try:
+        return (yield)
+    finally:
+        if old is None:
+            os.environ.pop(checked.ENV, None)
+        else:
+            os.environ[checked.ENV] = old
+        got = checked.totals(Path(name))
+        os.unlink(name)
+        if got.get("values"):
+            item.user_properties.append(("checked", got["values"]))
+        if got.get("bytes"):
+            item.user_properties.append(("checked_bytes", got["bytes"]))
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from amaranth.sim import Simulator
 
 from hw.arith import MAC, MAX_STAGES, BF16Multiplier, FP8Decoder, FP32Adder, Int8MAC, MACConfig
 from hw.arith.mac import FLOAT_CUTS_BY_STAGES
+from verif import checked
 from verif.golden import mac_bits
 from verif.vectors import corner_vectors, expected_bits, pack_inputs, random_vectors
 
@@ -65,6 +66,7 @@ def _run_pipe(dut, payloads, latency):
 
 def _assert_same(fmt, sub, a, b, c, got, exp):
     bad = np.nonzero(got != exp)[0]
+    checked.count(exp.size)
     if bad.size:
         i = bad[0]
         pytest.fail(

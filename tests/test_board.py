@@ -20,6 +20,7 @@ from amaranth.sim import Simulator
 from hw.board import BoardConfig, UARTReceiver, UARTTransmitter, board_engine_config, info_bytes, uart_divisor
 from hw.mxu import MXUConfig
 from tests.test_cli_matmul import random_acc, random_operand
+from verif import checked
 from verif.golden import matmul
 
 MXU = [sys.executable, "-m", "sim.cli"]
@@ -255,6 +256,7 @@ def test_mxu_board_matmul_against_the_simulated_board(simulator, seed, tmp_path)
         assert rep["memory_bytes"] == 65536 and rep["cycles"] > 0 and rep["clobbered_bytes"] == 0
         gold = matmul(a, b, c)
         got = np.load(outp)
+        checked.count(gold.size)
         if out == "bf16":
             from verif.golden import fp32_to_bf16_bits
 

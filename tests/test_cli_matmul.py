@@ -373,8 +373,8 @@ def random_job(rng, fmt, m, k, n, *, c=False, out="fp32", specials=0.03):
 
 def check_run(jobs, params, simulator):
     """Run ``jobs`` in one simulator process; every result bit-exact with the golden model."""
-    from sim import test_context
     from sim.gemm import run_gemms
+    from verif import checked
 
     results, info = run_gemms(jobs, params, sim=simulator, progress=False)
     print(
@@ -389,7 +389,7 @@ def check_run(jobs, params, simulator):
         gold = expected_bits(job, params.mxu.fmt, params.mxu.subnormals)
         assert rtl.shape == gold.shape, f"job {i} ({shape}): result shape {rtl.shape}"
         bad = compare_bits(rtl, gold)
-        test_context.count_checked(gold.size)
+        checked.count(gold.size)
         assert not bad, (
             f"job {i} ({shape}, {params.mxu.fmt}, {params.mxu.subnormals}, out {job.out}): {len(bad)} "
             f"mismatches; first at {bad[0]}: rtl 0x{int(rtl[bad[0]]):x}, golden 0x{int(gold[bad[0]]):x}"

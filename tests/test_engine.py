@@ -13,7 +13,7 @@ import pytest
 from hw.engine import REG, EngineConfig
 from hw.hbm.config import HBMConfig
 from hw.mxu import MXUConfig
-from sim import test_context
+from verif import checked
 from verif.engine_sim import run_engine_amaranth
 from verif.golden import expected_bits as golden_bits
 from verif.golden import to_format
@@ -41,7 +41,7 @@ def check(cfg, jobs, results):
         want = expected_bits(job, cfg.mxu.fmt, cfg.mxu.subnormals)
         got = r["d"]
         bad = np.argwhere(got != want)
-        test_context.count_checked(want.size)
+        checked.count(want.size)
         first = tuple(bad[0]) if bad.size else None
         assert bad.size == 0, (
             f"job {j} {job['a'].shape}x{job['b'].shape}: {len(bad)} mismatches, first at "

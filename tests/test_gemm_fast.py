@@ -17,6 +17,7 @@ import pytest
 
 from hw.engine import EngineConfig
 from sim.gemm import GemmJob, run_gemms
+from verif import checked
 from verif.golden import matmul, to_format
 
 
@@ -40,6 +41,7 @@ def test_hdl_memory_matches_the_python_model(seed):
     ref, _ = run_gemms(js, memory="python", progress=False)
     for j, (f, r) in enumerate(zip(fast, ref)):
         gold = matmul(js[j].a, js[j].b, js[j].c, fmt="bf16", subnormals="ftz").view(np.uint32)
+        checked.count(2 * gold.size)
         assert np.array_equal(f.bits, gold) and np.array_equal(r.bits, gold), f"job {j}: not bit-exact"
         assert f.status == r.status == 2 and f.clobbered_bytes == r.clobbered_bytes == 0
     assert [(f.cycles, f.perf, f.sim_cycles) for f in fast] == [(r.cycles, r.perf, r.sim_cycles) for r in ref]
@@ -134,6 +136,7 @@ def test_writes_queued_behind_a_refresh_reach_the_device_before_d_is_read(memory
     results, _ = run_gemms(jobs, cfg, sim="verilator", memory=memory, progress=False)
     for job, res in zip(jobs, results):
         want = matmul(job.a, job.b, None, fmt="int8", subnormals="ftz").view(np.uint32)
+        checked.count(want.size)
         assert res.status == 0b10 and np.array_equal(res.bits, want), int((res.bits != want).sum())
     assert [r.cycles for r in results] == [2647, 16574]
     assert results[1].perf["perf_wait_w"] == 39  # the late weights that set up the refresh phase

@@ -12,6 +12,7 @@ import pytest
 
 from hw.engine import REG, EngineConfig
 from sim.gemm import GemmJob, run_gemms
+from verif import checked
 from verif.golden import matmul, to_format
 
 SMALL = EngineConfig.from_options(rows=4, cols=4, pseudo_channels=1, queue_depth=8)
@@ -37,6 +38,7 @@ def test_padded_strides_and_no_stray_bytes(simulator, seed):
         assert r.status == 0b10, hex(r.status)
         g = matmul(job.a, job.b, job.c)
         want = fp32_to_bf16_bits(g) if job.out == "bf16" else g.view(np.uint32)
+        checked.count(want.size)
         assert np.array_equal(r.bits, want)
         assert r.clobbered_bytes == 0
 
@@ -83,6 +85,7 @@ def test_trace_records_every_dram_command_and_feed(simulator, tmp_path, seed):
     path = tmp_path / "trace.npz"
     results, _ = run_gemms([GemmJob(a, b)], EngineConfig(), sim=simulator, progress=False, trace=str(path))
     r = results[0]
+    checked.count(r.bits.size)
     assert r.status == 0b10 and np.array_equal(r.bits, matmul(a, b).view(np.uint32))
     t = np.load(path)
     cmds, samples = t["cmds"], t["samples"]

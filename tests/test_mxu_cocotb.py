@@ -11,6 +11,7 @@ import pytest
 from hw.generate import mxu_verilog
 from hw.mxu import MXUConfig
 from sim.runner import generate_verilog, run_cocotb
+from verif import checked
 from verif.mxu_stim import mxu_probe
 
 
@@ -104,3 +105,30 @@ def test_same_gemm_on_three_shapes(simulator, seed, tmp_path):
         results.append(np.load(report)["result"])
     assert results[0].shape == (24, 24)
     assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
+@pytest.mark.cocotb
+def test_the_bench_reports_the_values_it_compared_from_the_simulators_process(simulator, seed, tmp_path, monkeypatch):
+    """The count in the run record (``mxu report``'s "values compared") comes from the bench itself,
+    across the process boundary: tiles of 2 and 3 beats on a 3 x 5 array are 5 x 5 = 25 outputs, once
+    back to back and once with stalls; the GEMM and MAC-vector tests are skipped and count nothing."""
+    counts = tmp_path / "checked.txt"
+    monkeypatch.setenv(checked.ENV, str(counts))
+    result = run_mxu(MXUConfig(3, 5, "bf16", "ftz", 1), simulator, seed, [2, 3])
+    assert result.failed == 0 and ran_and_passed(result) == {"tiles_back_to_back", "tiles_with_stalls"}
+    assert checked.totals(counts) == {"values": 50}
+
+
+def test_checked_counts_only_inside_the_suite_and_names_bad_units(tmp_path, monkeypatch):
+    monkeypatch.delenv(checked.ENV, raising=False)
+    checked.count(5)  # outside the suite: nothing to write to, no error
+    monkeypatch.setenv(checked.ENV, str(tmp_path / "c.txt"))
+    checked.count(5)
+    checked.count(7, "bytes")
+    checked.count(2)
+    assert checked.totals(tmp_path / "c.txt") == {"values": 7, "bytes": 7}
+    assert checked.totals(tmp_path / "missing.txt") == {}
+    with pytest.raises(ValueError, match="unit 'beats': allowed values are values, bytes"):
+        checked.count(1, "beats")
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        checked.count(-1)

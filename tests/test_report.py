@@ -79,6 +79,15 @@ RUN = [
         "checked": None,
     },
     {
+        "nodeid": "tests/test_hbm_axi.py::test_random_traffic[icarus]",
+        "outcome": "passed",
+        "duration_s": 3.0,
+        "seed": 5,
+        "simulators": ["icarus"],
+        "checked": None,
+        "checked_bytes": 51234,
+    },
+    {
         "nodeid": "tests/test_formal.py::test_stream_rules_proven_by_induction[mxu-2x2-bf16]",
         "outcome": "passed",
         "duration_s": 6.4,
@@ -253,7 +262,7 @@ def test_the_pages_numbers_are_report_json(report):
     assert doc["fpga"]["per_pe_svg"] == "lut4_per_pe.svg"
     assert "int32, two's-complement wrap-around (never saturates)" in text
     run = doc["verification"]["run"]
-    assert run["total"] == {"tests": 4, "passed": 3, "failed": 1, "skipped": 0, "checked": 6080}
+    assert run["total"] == {"tests": 5, "passed": 4, "failed": 1, "skipped": 0, "checked": 6080, "checked_bytes": 51234}
     assert run["formal"] == [
         {"proof": "test_stream_rules_proven_by_induction[mxu-2x2-bf16]", "outcome": "passed", "seconds": 6.4}
     ]
@@ -266,10 +275,24 @@ def test_the_pages_numbers_are_report_json(report):
             "failed": 1,
             "skipped": 0,
             "checked": 0,
+            "checked_bytes": 0,
             "simulators": [],
             "seed_count": 0,
             "seeds": [],
             "seconds": 0.5,
+        },
+        {
+            "suite": "tests/test_hbm_axi.py",
+            "tests": 1,
+            "passed": 1,
+            "failed": 0,
+            "skipped": 0,
+            "checked": 0,
+            "checked_bytes": 51234,
+            "simulators": ["icarus"],
+            "seed_count": 1,
+            "seeds": [5],
+            "seconds": 3.0,
         },
         {
             "suite": "tests/test_mac_cocotb.py",
@@ -278,13 +301,14 @@ def test_the_pages_numbers_are_report_json(report):
             "failed": 0,
             "skipped": 0,
             "checked": 6080,
+            "checked_bytes": 0,
             "simulators": ["icarus", "verilator"],
             "seed_count": 2,
             "seeds": [7, 9],
             "seconds": 15.5,
         },
     ]
-    assert "icarus, verilator" in text and "6080" in text and "4 tests, 3 passed, 1 failed" in text
+    assert "icarus, verilator" in text and "6080" in text and "51234" in text and "5 tests, 4 passed, 1 failed" in text
 
 
 @pytest.mark.cocotb

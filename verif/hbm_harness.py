@@ -29,6 +29,7 @@ import numpy as np
 from hw.hbm.config import HBMConfig
 from hw.hbm.interface import ColCmd, RowCmd
 
+from . import checked
 from .hbm_device import HBMDevice
 from .jedec_checker import Cmd
 
@@ -126,6 +127,8 @@ class PCHarness:
     shadow: dict[int, bytearray] = field(default_factory=dict)
     latencies: list[tuple[str, bool, bool, int, int]] = field(default_factory=list)
     data_busy_cycles: int = 0
+    #: bytes compared with the shadow memory: every read response, and the memory at :meth:`finish`
+    bytes_checked: int = 0
     column_commands: list[tuple[int, Cmd]] = field(default_factory=list)  # (cycle, RD/WR) on the pins
     #: every command on the pins: (cycle, row command, bank group, bank, row, column command, bank group,
     #: bank, column); its digest in :meth:`finish` tells two controllers' command streams apart
@@ -200,6 +203,7 @@ class PCHarness:
                 raise AssertionError(
                     f"cycle {c}: read of {p.req.addr:#x} (tag {p.tag}, accepted at cycle {p.accept_cycle}) "
                     f"returned {got.hex()} but the shadow memory holds {p.expected.hex()}")
+            self.bytes_checked += len(got)
             self.latencies.append((p.kind, p.refresh_blocked, False, c - p.accept_cycle, p.req.addr))
             self._free_tags.append(p.tag)
             self.responses += 1
@@ -249,6 +253,8 @@ class PCHarness:
         for addr, want in self.shadow.items():
             got = self.device.read_address(addr)
             assert got == bytes(want), f"memory at {addr:#x} holds {got.hex()}, shadow {bytes(want).hex()}"
+            self.bytes_checked += len(want)
+        checked.count(self.bytes_checked, "bytes")
         start = self.first_cycle or 0
         span = max(1, self.last_data_cycle - start)
         by_kind: dict[str, list[int]] = {}

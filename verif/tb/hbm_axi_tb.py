@@ -27,6 +27,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 from cocotbext.axi import AxiBurstType, AxiBus, AxiMaster, AxiResp
 
+from verif import checked
 from verif.hbm_device import HBMDevice
 from verif.tb.base import DramAdapter, HbmAxiTbConfig, start_clock
 
@@ -202,6 +203,7 @@ async def two_masters_shared_memory(dut):
                   b.device.reads, b.device.writes, summary["refreshes"])
     # backdoor: the device store holds exactly every owner's last write, byte for byte
     bad = [a for a, v in final.items() if b.device.read_address(a - a % bb)[a % bb] != v]
+    checked.count(counts["bytes_checked"] + len(final), "bytes")
     assert not bad, f"{len(bad)} bytes differ from the owners' shadows, first at {bad[0]:#x}"
     assert counts["writes"] > 0 and counts["reads"] > 0 and len(final) > 0
 

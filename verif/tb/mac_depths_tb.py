@@ -23,6 +23,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from verif import checked
 from verif.vectors import corner_vectors, expected_bits, pack_inputs, random_vectors
 
 CFG = json.loads(os.environ.get("MXU_TB_CONFIG", "{}"))
@@ -80,6 +81,7 @@ async def every_depth_on_one_stream(dut):
             continue
         res = np.array(got[s], dtype=np.uint32)
         bad = np.nonzero(res != exp)[0]
+        checked.count(exp.size)
         if REPORT:
             with open(REPORT, "a") as f:
                 f.write(json.dumps({"fmt": FMT, "subnormals": SUB, "stages": s, "vectors": int(exp.size),

@@ -26,6 +26,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, Timer
 
+from verif import checked
 from verif.vectors import DISTRIBUTIONS, corner_vectors, expected_bits, pack_inputs, random_vectors
 
 CFG = json.loads(os.environ.get("MXU_TB_CONFIG", "{}"))
@@ -123,6 +124,7 @@ def _check(dut, a, b, c, got: list[int], what: str, seconds: float) -> None:
     got_a = np.array(got, dtype=np.uint64).astype(np.uint32)
     assert got_a.size == exp.size, f"{what}: {got_a.size} results for {exp.size} inputs"
     bad = np.nonzero(got_a != exp)[0]
+    checked.count(exp.size)
     _report(test=what, vectors=int(exp.size), mismatches=int(bad.size), seconds=seconds,
             seed=SEED)
     for i in bad[:10]:

@@ -31,6 +31,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from verif import checked
 from verif.cycles import mxu_schedule
 from verif.golden import matmul
 from verif.mxu_driver import MXUDriver
@@ -104,6 +105,7 @@ def _tiles(rng):
 def _check(dut, got: np.ndarray, exp: np.ndarray, what: str) -> None:
     assert got.shape == exp.shape, f"{what}: got {got.shape} results, expected {exp.shape}"
     bad = np.argwhere(got != exp)
+    checked.count(exp.size)
     for i, c in bad[:8]:
         dut._log.error(f"{what}: beat {i} column {c}: got {int(got[i, c]):#010x} expected {int(exp[i, c]):#010x}")
     assert bad.shape[0] == 0, f"{what}: {bad.shape[0]} of {exp.size} results differ from the golden model"

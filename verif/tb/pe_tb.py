@@ -35,6 +35,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
+from verif import checked
 from verif.vectors import corner_vectors, expected_bits, random_vectors, special_operands
 
 CFG = json.loads(os.environ.get("MXU_TB_CONFIG", "{}"))
@@ -136,6 +137,7 @@ async def _run(dut, cyc: dict[str, np.ndarray], what: str) -> None:
                     i = int(exp["psum_idx"][k])
                     dut._log.error(f"{what}: after cycle {k}: psum_out = {got:#010x}, expected "
                                    f"{want['psum_out'][k]:#010x} (MAC {i})")
+    checked.count(n * len(checks) + int((exp["psum_out"] >= 0).sum()))
     assert bad == 0, f"{what}: {bad} output mismatches in {n} cycles"
     dut._log.info(f"{what}: {int(exp['macs'][0])} MACs in {n} cycles, every output as the model says")
 
