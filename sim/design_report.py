@@ -70,7 +70,8 @@ def numerics(fmt: str, subnormals: str) -> list[tuple[str, str]]:
 def trace_tile(cfg, work: Path, *, seed: int = 1) -> dict:
     """Run ``tiles_back_to_back`` with two tiles of R + 1 and 2 activation beats on the generated MXU in
     Icarus (and a third of one beat after them), keep its VCD (``work/tile.vcd``), and draw the ports
-    and each row's swap bit from reset to the last output as ``work/tile.svg`` (WaveDrom). Returns the
+    and each row's swap bit from reset to the last output as ``work/tile.svg`` (WaveDrom, its cycle 0
+    the first weight beat). Returns the
     figures: the cycle of every weight, activation and output beat counted from the first weight beat,
     read from the trace, and the cycle model's (:func:`verif.cycles.mxu_schedule`) for the same tiles;
     ``matches`` is their equality.
@@ -121,8 +122,8 @@ def trace_tile(cfg, work: Path, *, seed: int = 1) -> dict:
     source = {"signal": [{"name": "clk", "wave": "p" + "." * (len(window) - 1)}]
               + [{"name": n, "wave": _wave([s[n] for s in window])} for n in shown],
               "head": {"text": f"{cfg.rows}x{cfg.cols} {cfg.fmt}, L = {cfg.stages}: two weight tiles "
-                               f"({tiles[0]} and {tiles[1]} activation beats), cycles from reset release",
-                       "tick": 0},
+                               f"({tiles[0]} and {tiles[1]} activation beats), cycles from the first weight beat",
+                       "tick": max(0, start - 1) - first},
               "config": {"hscale": 1}}
     (work / "tile.svg").write_text(yowasp_wavedrom.render(source))
     (work / "tile.wavedrom.json").write_text(json.dumps(source))
@@ -161,8 +162,9 @@ def fpga_figures(cfg, target: str, resolve=None) -> dict:
     """``mxu synth``'s out-of-context flow of the array on ``target`` (seed 1, 100 MHz requested) as a
     sweep point, from the sweep cache when it holds it (``resolve``: ``sim.cli.sweep.resolve_point``;
     None: not synthesized); the ``mxu sweep`` records of this configuration on ``target`` in the cache
-    (every seed and requested frequency); and ``per_pe``: LUT4 and flip-flops per PE and Fmax of every
-    cached array of this format and subnormal mode on ``target`` (any size, stages, back-pressure)."""
+    made from the current sources and tools (every seed and requested frequency); and ``per_pe``: LUT4
+    and flip-flops per PE and Fmax of every such array of this format and subnormal mode on ``target``
+    (any size, stages, back-pressure)."""
     from sim.runner import build_root
 
     out = {"target": target, "synth": None, "sweep": [], "per_pe": []}
@@ -178,12 +180,16 @@ def fpga_figures(cfg, target: str, resolve=None) -> dict:
                         "met": rec["met"], "critical_path": rec["critical_path"], "seed": 1,
                         "cached": rec["cached"]}
     from hw.mxu import MXUConfig
+    from sim.sweep import fingerprint
 
     keys = ("rows", "cols", "fmt", "subnormals", "stages", "backpressure")
+    fp = fingerprint()
     for f in sorted((build_root() / "cache" / "sweep").glob("*.json")):
         rec = json.loads(f.read_text())
         o = rec.get("options", {})
         if rec.get("status") != "ok" or o.get("block") != "mxu" or "preset" in o or o.get("target") != target:
+            continue
+        if rec.get("fingerprint") != fp:  # made from other hardware sources or tools: not this design's
             continue
         try:  # the sweep's options with MXUConfig's defaults for the ones it did not give
             other = MXUConfig(**{k: o[k] for k in keys if k in o})

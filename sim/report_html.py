@@ -23,6 +23,8 @@ img.wave { max-width: 100%; background: white; }
 
 
 def _e(x) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
     return html.escape("-" if x is None else str(x))
 
 
@@ -69,7 +71,7 @@ def per_pe_plot(fpga: dict, path: Path) -> bool:
         label = f"{key[0]}x{key[1]}" + ("" if key[2] else ", no back-pressure")
         ax.plot([r["stages"] for r in line], [r["lut4_per_pe"] for r in line], "o-", label=label)
     ax.set(xlabel="pipeline stages per MAC", ylabel="LUT4 per PE", title=f"LUT4 per PE ({fpga['target']}, mxu sweep)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, 1.2 * max(r["lut4_per_pe"] for r in pts))  # headroom: no point on the frame or under the legend
     ax.set_xticks(sorted({r["stages"] for r in pts}))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -229,12 +231,17 @@ def render(doc: dict, title: str) -> str:
     parts.append("<h2 id=timing>Timing of two tiles</h2>")
     verdict = ('<span class="ok">as the cycle model predicts</span>' if t["matches"]
                else '<span class="bad">NOT as the cycle model predicts</span>')
-    parts.append(f'<figure><img class=wave src="{_e(t["svg"])}" alt="timing diagram of two weight tiles">'
-                 f"<figcaption>The generated Verilog in {_e(t['simulator'])} ({_e(t['testbench'])}, seed "
-                 f"{_e(t['seed'])}): weight beats, the swap beat of each tile and its wavefront down the rows "
-                 f"(each row's first PE), activations and outputs, sampled at every rising clock edge. "
+    parts.append(f'<figure><div class=scroll><img class=wave src="{_e(t["svg"])}" alt="timing diagram of two '
+                 f"weight tiles\"></div><figcaption>The generated Verilog in {_e(t['simulator'])} "
+                 f"({_e(t['testbench'])}, seed {_e(t['seed'])}): weight beats, the swap beat of each tile and its "
+                 "wavefront down the rows (each row's first PE), activations and outputs, sampled at every rising "
+                 "clock edge; cycle 0 is the first weight beat, as in the table below. A third tile of one "
+                 "activation beat follows the two: its weights load behind the second tile's and its beat keeps "
+                 "the array busy until the second tile's last output, so its handshakes show at the right "
+                 "edge but are not in the table. "
                  f"Waveform: <a href=\"{_e(t['vcd'])}\">{_e(t['vcd'])}</a> (GTKWave, Surfer).</figcaption></figure>")
-    parts.append(f"<p>Beat cycles read from the trace, counted from the first weight beat: {verdict}.</p>")
+    parts.append(f"<p>Beat cycles read from the trace, counted from the first weight beat (cycle 0 of the "
+                 f"diagram): {verdict}.</p>")
     parts.append(_table(["beats", "RTL (trace)", "cycle model"],
                         [[k, " ".join(map(str, t["rtl"][k])), " ".join(map(str, t["model"][k]))]
                          for k in ("wgt", "act", "out")]))
@@ -250,10 +257,11 @@ def render(doc: dict, title: str) -> str:
     if f["synth"]:
         s = f["synth"]
         cells = s["cells"]
-        parts.append(_table(["LUT4", "FF", "carry", "DSP", "block RAM", "requested MHz", "achieved MHz", "met"],
+        parts.append(_table(["LUT4", "FF", "carry", "DSP", "block RAM", "LUT RAM", "requested MHz", "achieved MHz",
+                             "met"],
                             [[cells.get("lut4"), cells.get("ff"), cells.get("carry"), cells.get("dsp"),
-                              cells.get("bram"), s["requested_mhz"], s["achieved_mhz"], s["met"]]],
-                            set(range(7))))
+                              cells.get("bram"), cells.get("lutram"), s["requested_mhz"], s["achieved_mhz"], s["met"]]],
+                            set(range(8))))
         if s.get("critical_path"):
             cp = s["critical_path"]
             parts.append(f"<p>Critical path: {_e(cp.get('from_cell'))} to {_e(cp.get('to_cell'))}, "
@@ -262,9 +270,11 @@ def render(doc: dict, title: str) -> str:
         parts.append("<p>Not synthesized for this report (<code>--no-synth</code>).</p>")
     if f["sweep"]:
         parts.append("<h3>From <code>mxu sweep</code></h3>")
-        parts.append(_table(["options", "LUT4", "FF", "DSP", "achieved MHz", "GMAC/s"],
-                            [[json.dumps(r["options"]), r["lut4"], r["ff"], r["dsp"], r["achieved_mhz"],
-                              r["gemm_gmacs"]] for r in f["sweep"]], {1, 2, 3, 4, 5}))
+        parts.append("<p>GMAC/s: the point's GEMM (M x K x N) at its achieved Fmax, cycles from the cycle "
+                     "model.</p>")
+        parts.append(_table(["options", "LUT4", "FF", "DSP", "achieved MHz", "GEMM", "GMAC/s"],
+                            [[json.dumps(r["options"]), r["lut4"], r["ff"], r["dsp"], r["achieved_mhz"], r.get("gemm"),
+                              r["gemm_gmacs"]] for r in f["sweep"]], {1, 2, 3, 4, 6}))
 
     if f["per_pe"]:
         parts.append("<h3>LUT4 per PE against pipeline stages</h3>")

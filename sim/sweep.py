@@ -178,10 +178,21 @@ def make_point(options: dict) -> Point:
                  bool(options.get("place", True)))
 
 
-def _store(cache: Path, key: str, rec: dict) -> None:
+def _store(cache: Path, key: str, rec: dict, fp: str) -> dict:
+    """Write ``rec`` as the cache entry ``key``, with the :func:`fingerprint` ``fp`` it was made under
+    (``mxu report`` lists only records of the current sources); returns the record as stored."""
+    rec = {**rec, "fingerprint": fp}
     tmp = cache / f".{key}.json.tmp"
     tmp.write_text(json.dumps(rec, indent=1))
     tmp.replace(cache / f"{key}.json")
+    return rec
+
+
+def _load(cache: Path, key: str, fp: str) -> dict:
+    """The cache entry ``key``; one written before records carried their fingerprint gets ``fp`` (its
+    key was computed with ``fp``, so it is current)."""
+    rec = json.loads((cache / f"{key}.json").read_text())
+    return rec if "fingerprint" in rec else _store(cache, key, rec, fp)
 
 
 def run_cached(point: Point, resolve: Callable) -> dict:
@@ -191,13 +202,14 @@ def run_cached(point: Point, resolve: Callable) -> dict:
 
     cache = build_root() / "cache" / "sweep"
     cache.mkdir(parents=True, exist_ok=True)
-    key = _key(point, fingerprint(), resolve)
+    fp = fingerprint()
+    key = _key(point, fp, resolve)
     if (cache / f"{key}.json").is_file():
-        return {**json.loads((cache / f"{key}.json").read_text()), "cached": True}
+        return {**_load(cache, key, fp), "options": point.options, "cached": True}
     point = Point(point.options, point.argv, point.gemm, point.place, key)
     rec = _remote_point(point, str(cache / "work" / key), resolve)
     if rec["status"] != "failed":
-        _store(cache, key, rec)
+        rec = _store(cache, key, rec, fp)
     return {**rec, "cached": False}
 
 
@@ -358,7 +370,8 @@ def run_sweep(
     for p in points:
         f = cache / f"{p.key}.json"
         if f.is_file():
-            records[p.key] = {**json.loads(f.read_text()), "cached": True}
+            # the options as this spec spells them (another spelling of the same point wrote the file)
+            records[p.key] = {**_load(cache, p.key, fp), "options": p.options, "cached": True}
     todo = list({p.key: p for p in points if p.key not in records}.values())  # one run per configuration
     done = len(points) - len(todo)
     if progress:
@@ -401,7 +414,7 @@ def run_sweep(
                         "error": f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}",
                     }
                 if rec["status"] != "failed":
-                    _store(cache, p.key, rec)
+                    rec = _store(cache, p.key, rec, fp)
                 records[p.key] = {**rec, "cached": False}
                 done += 1
                 if progress:

@@ -102,6 +102,8 @@ RUN = [
 def report(tmp_path_factory):
     import os
 
+    from sim.sweep import fingerprint
+
     build = tmp_path_factory.mktemp("build")
     (build / "cache" / "sweep").mkdir(parents=True)
     for i, (options, lut4, ff) in enumerate(SWEEP):
@@ -116,6 +118,7 @@ def report(tmp_path_factory):
             "requested_mhz": 100,
             "gemm": "64x64x64",
             "gemm_gmacs": 0.5,
+            "fingerprint": fingerprint(),
         }
         (build / "cache" / "sweep" / f"{i}.json").write_text(json.dumps(rec))
     from sim import test_record
@@ -461,10 +464,12 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
 
 
 def test_sweep_records_of_the_configuration_only(tmp_path, monkeypatch):
-    """The FPGA section lists the sweep's records of this array on this target: options the sweep
-    left out take MXUConfig's defaults (a point without ``backpressure`` has it)."""
+    """The FPGA section lists the sweep's records of this array on this target, made from the current
+    sources: options the sweep left out take MXUConfig's defaults (a point without ``backpressure``
+    has it); a record an older design left in the cache (another fingerprint) is not this design's."""
     from hw.mxu import MXUConfig
     from sim.design_report import fpga_figures
+    from sim.sweep import fingerprint
 
     monkeypatch.setenv("MXU_BUILD_DIR", str(tmp_path))
     cache = tmp_path / "cache" / "sweep"
@@ -490,8 +495,11 @@ def test_sweep_records_of_the_configuration_only(tmp_path, monkeypatch):
             "requested_mhz": 100,
             "gemm": "8x8x8",
             "gemm_gmacs": 1.0,
+            "fingerprint": fingerprint(),
         }
         (cache / f"{key}.json").write_text(json.dumps(rec))
+    stale = json.loads((cache / "a.json").read_text())
+    (cache / "h.json").write_text(json.dumps({**stale, "lut4": 999, "fingerprint": "an older design"}))
     (cache / "g.json").write_text(json.dumps({"options": base, "status": "does-not-fit", "error": "x"}))
     got = fpga_figures(MXUConfig(4, 4, "int8", "ftz", 2), "ecp5-85k")
     assert got["synth"] is None

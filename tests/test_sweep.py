@@ -125,6 +125,15 @@ def test_two_point_sweep_on_a_local_ray_instance_is_cached(tmp_path):
     assert strip(again["records"]) == strip(doc["records"])
     assert [x["cached"] for x in again["records"]] == [True, True]
 
+    # the same points with their defaults spelled out: from the cache, each with this spec's options
+    (tmp_path / "two.toml").write_text(TWO_POINTS.replace('fmt = "int8"', 'fmt = "int8"\nsubnormals = "ftz"\nseed = 1'))
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    spelled = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert (spelled["ran"], spelled["cached"]) == (0, 2)
+    assert [(x["options"]["subnormals"], x["options"]["seed"]) for x in spelled["records"]] == [("ftz", 1)] * 2
+    assert [x["lut4"] for x in spelled["records"][:1]] == [placed["lut4"]]
+
 
 def test_cache_key_is_the_resolved_configuration():
     """The same array spelled with or without its defaults is one cache record; another stage count,

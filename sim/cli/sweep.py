@@ -89,15 +89,15 @@ def _value(r: dict, key: str):
 
 def format_table(records: list[dict]) -> str:
     """One line per point: its configuration (the defaults filled in), status, LUT4 / FF / DSP / BRAM,
-    achieved MHz and GMAC/s."""
-    head = " ".join(k.rjust(w) for k, w in _COLUMNS) + "   status       LUT4     FF  DSP BRAM    MHz  GMAC/s"
+    achieved MHz and GMAC/s with the GEMM (M x K x N) it is for."""
+    head = " ".join(k.rjust(w) for k, w in _COLUMNS) + "   status       LUT4     FF  DSP BRAM    MHz  GMAC/s  GEMM"
     lines = [head]
     for r in records:
         row = " ".join(_cell(_value(r, k), w) for k, w in _COLUMNS)
         if r["status"] == "ok":
             row += (
                 f"   {'ok' + (' (cached)' if r.get('cached') else ''):<11}{r['lut4']:>6} {r['ff']:>6} {r['dsp']:>4}"
-                f" {r['bram']:>4} {_cell(r['achieved_mhz'], 6)} {_cell(r['gemm_gmacs'], 7)}"
+                f" {r['bram']:>4} {_cell(r['achieved_mhz'], 6)} {_cell(r['gemm_gmacs'], 7)}  {r.get('gemm') or '-'}"
             )
         else:
             row += f"   {r['status']}: {r['error']}"
@@ -138,10 +138,11 @@ def run(args) -> int:
     files = {"sweep.json": json.dumps(doc, indent=1)}
     tmp = args.out.parent / f".{args.out.name}.plots"
     tmp.mkdir(parents=True, exist_ok=True)
+    gemms = ", ".join(dict.fromkeys(r["gemm"] for r in records if r.get("gemm_gmacs") is not None)) or "-"
     try:
         for name, y, ylabel in (
             ("pareto_fmax_lut4.png", "achieved_mhz", "Fmax (MHz)"),
-            ("pareto_gmacs_lut4.png", "gemm_gmacs", "GEMM throughput (GMAC/s, cycle model x Fmax)"),
+            ("pareto_gmacs_lut4.png", "gemm_gmacs", f"GMAC/s of the GEMM {gemms} (cycles x Fmax)"),
         ):
             if sweep.plot_pareto(
                 records,
