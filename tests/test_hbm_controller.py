@@ -16,7 +16,7 @@ import pytest
 
 from hw.hbm.config import COMPRESSED_REFRESH, DRAMSIM3_HBM2, RAMULATOR2_HBM2, HBMConfig
 from hw.hbm.controller import PseudoChannelController, response_fifo_depth
-from verif.hbm_harness import PCHarness, Request, random_traffic, row_conflicts, sequential
+from verif.hbm_harness import PCHarness, Pins, Request, random_traffic, row_conflicts, sequential
 from verif.hbm_sim import run_pc_amaranth
 from verif.jedec_checker import TimingViolation
 
@@ -272,3 +272,49 @@ def test_bram_emulator_aliases_rows_and_checks_config():
     # must report exactly that mismatch
     with pytest.raises(AssertionError, match="returned 000102"):
         run_pc_amaranth(h, 2000, emulated_rows=4)
+
+
+def test_harness_fails_a_queue_empty_that_misses_a_waiting_request():
+    """``queue_empty`` is checked in every cycle (the GEMM benches' drain rule relies on it): high
+    while an accepted read waits for its RD is an error naming the cycle and the count."""
+    cfg = _cfg(TIMINGS[next(iter(TIMINGS))])
+    idle = dict.fromkeys(Pins.__dataclass_fields__, 0)
+
+    def pins(**kw):
+        return Pins(**{**idle, "req_ready": 1, **kw})
+
+    h = PCHarness(cfg, [Request(False, cfg.encode(0, 1, 2, 3, 4))])
+    assert h.step(pins(queue_empty=1)).req_valid == 1  # accepted in cycle 0, in the queue from cycle 1
+    h.step(pins(queue_empty=0))  # right: the read waits
+    with pytest.raises(AssertionError, match="cycle 2: queue_empty is 1 with 1 accepted requests waiting"):
+        h.step(pins(queue_empty=1))
+
+
+def test_bank_sweep_puts_every_bank_through_its_situations():
+    """One round: a request to each of the 16 banks, then per bank a closed-bank read, ``fill`` hits
+    to another bank, a miss and a hit on a second row, read / write / read of one address, and a
+    conflict back on the first row."""
+    from verif.hbm_harness import bank_sweep
+    from verif.hbm_sim import STRESS as cfg
+
+    reqs = bank_sweep(cfg, np.random.default_rng(1), fill=5)
+    assert len(reqs) == 16 + 16 * (1 + 5 + 5)
+    decode = [cfg.decode(r.addr) for r in reqs]
+    assert sorted((bg, b) for _, bg, b, _, _ in decode[:16]) == [(g, k) for g in range(4) for k in range(4)]
+    for k in range(16):
+        seq = reqs[16 + 11 * k : 16 + 11 * (k + 1)]
+        (_, bg, b, r0, c0), fill, tail = cfg.decode(seq[0].addr), seq[1:6], seq[6:]
+        assert c0 == 0 and all(cfg.decode(f.addr)[1:3] != (bg, b) for f in fill)
+        t = [cfg.decode(r.addr) for r in tail]
+        assert [x[1:3] for x in t] == [(bg, b)] * 5 and t[0][3] != r0 and t[4][3:] == (r0, 3)
+        assert [r.write for r in tail] == [False, False, True, False, False]
+        assert tail[1].addr == tail[2].addr == tail[3].addr
+
+
+def test_random_traffic_rows_limits_each_bank_to_its_first_rows():
+    from verif.hbm_sim import STRESS as cfg
+
+    reqs = random_traffic(cfg, 400, np.random.default_rng(2), rows=2)
+    assert {cfg.decode(r.addr)[3] for r in reqs} == {0, 1}
+    with pytest.raises(ValueError, match="rows must be from 1 to 64; got 65"):
+        random_traffic(cfg, 1, np.random.default_rng(2), rows=65)

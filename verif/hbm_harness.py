@@ -11,6 +11,8 @@ harness
   responses on ``rsp`` (with random back-pressure);
 * keeps a shadow memory: a read must return the bytes of every write accepted before it and of no
   write accepted after it (the controller's ordering contract), compared at the response;
+* checks ``queue_empty`` in every cycle where the glue samples it: 1 exactly when every accepted
+  request's column command is on the pins or behind it;
 * records per-request latency ``(kind, refresh_blocked, write, cycles, addr)`` (accept -> response
   transfer for reads, accept -> WR on the pins for writes,
   classified by the bank state the request found: row hit, closed bank, row conflict, and whether a
@@ -69,6 +71,8 @@ class Pins:
     rsp_tag: int
     rsp_rdata: int
     refresh_owed: int = 0
+    #: the controller's ``queue_empty`` output, checked when given (None: not sampled)
+    queue_empty: int | None = None
 
 
 @dataclass
@@ -129,6 +133,8 @@ class PCHarness:
     data_busy_cycles: int = 0
     #: bytes compared with the shadow memory: every read response, and the memory at :meth:`finish`
     bytes_checked: int = 0
+    #: accepted requests whose column command has not been on the pins yet
+    waiting: int = 0
     column_commands: list[tuple[int, Cmd]] = field(default_factory=list)  # (cycle, RD/WR) on the pins
     #: every command on the pins: (cycle, row command, bank group, bank, row, column command, bank group,
     #: bank, column); its digest in :meth:`finish` tells two controllers' command streams apart
@@ -178,6 +184,7 @@ class PCHarness:
                     p.refresh_blocked = True
         if pins.col_cmd:
             cmd = _COL[pins.col_cmd]
+            self.waiting -= 1
             self.column_commands.append((c, cmd))
             self.data_busy_cycles += t.burst_cycles
             start = c + (t.CL if cmd is Cmd.RD else t.CWL)
@@ -191,6 +198,11 @@ class PCHarness:
                         break
                 else:
                     raise AssertionError(f"cycle {c}: WR to address {addr:#x} that no queued write targets")
+
+        # ---- queue_empty: its slot left the queue when the command was decided, a cycle before the pins
+        if pins.queue_empty is not None and pins.queue_empty != int(self.waiting == 0):
+            raise AssertionError(f"cycle {c}: queue_empty is {pins.queue_empty} with {self.waiting} accepted "
+                                 "requests waiting for their column command")
 
         # ---- responses
         drive.rsp_ready = int(self.rng is None or self.rng.random() >= self.stall_p)
@@ -244,6 +256,7 @@ class PCHarness:
             p.expected = bytes(old)
             self._reads[tag] = p
         self.accepted += 1
+        self.waiting += 1  # in the queue from the next cycle
 
     def finish(self) -> dict:
         """Final checks (memory contents equal the shadow memory, refresh cadence) and statistics."""
@@ -299,15 +312,24 @@ def sequential(config: HBMConfig, count: int, write: bool, rng: np.random.Genera
 
 def random_traffic(config: HBMConfig, count: int, rng: np.random.Generator, write_p: float = 0.5,
                    span_bursts: int | None = None, pc: int = 0, partial_p: float = 0.2,
-                   bursts: int = 1) -> list[Request]:
+                   bursts: int = 1, rows: int | None = None) -> list[Request]:
     """``count`` random accesses of pseudo-channel ``pc``, each ``bursts`` consecutive bursts of one
     row (``bursts = 2``: random 64 B accesses), so ``count * bursts`` requests. ``span_bursts`` limits
-    the distinct addresses (small spans give many same-address hazards); writes get a random byte
-    mask with probability ``partial_p``."""
+    the distinct addresses (small spans give many same-address hazards); ``rows`` limits each bank
+    to its first ``rows`` rows (row hits and conflicts in every bank at once); writes get a random byte
+    mask with probability ``partial_p``.
+
+    Raises:
+        ValueError: ``bursts`` not in 1..columns, or ``rows`` not in 1..rows of the configuration.
+    """
     b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
-    f = config.field_sizes
+    f = dict(config.field_sizes)
     if not 1 <= bursts <= config.columns:
         raise ValueError(f"bursts must be from 1 to columns = {config.columns}; got {bursts}")
+    if rows is not None:
+        if not 1 <= rows <= f["row"]:
+            raise ValueError(f"rows must be from 1 to {f['row']}; got {rows}")
+        f["row"] = rows
 
     def pick():
         col = int(rng.integers(0, f["column"] // bursts)) * bursts
@@ -348,9 +370,45 @@ def row_conflicts(config: HBMConfig, count: int, rng: np.random.Generator, write
     return out
 
 
+def bank_sweep(config: HBMConfig, rng: np.random.Generator, fill: int = 24, write_p: float = 0.3,
+               pc: int = 0) -> list[Request]:
+    """A burst of one request to every bank, then every bank in turn (a random order), each in the
+    situations its own copy of the controller's
+    per-bank logic decides: a closed bank (ACT), a row miss arriving while the bank is open and idle
+    (PRE at once), a hit arriving while its row is open and no other request to the bank waits, a
+    read, a write and a read to one address (both hazards; with back-pressure on the responses a
+    read waits for credit while a younger write could go), and a conflict behind them; ``fill``
+    row hits to another bank keep the queue busy, so the bank is idle and its timing met when the
+    miss arrives. Writes among the fill with probability ``write_p``."""
+    b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
+    nbg, nb = config.field_sizes["bank_group"], config.field_sizes["bank"]
+    rows, cols = config.field_sizes["row"], config.field_sizes["column"]
+    out: list[Request] = []
+
+    def at(flat, row, col):
+        return config.encode(pc, flat // nb, flat % nb, row, col)
+
+    # first one request to every bank on a random row: a burst of ACTs (tRRD, every tFAW window)
+    out += [Request(False, at(int(f), int(rng.integers(0, rows)), int(rng.integers(0, cols))))
+            for f in rng.permutation(nbg * nb)]
+    for flat in rng.permutation(nbg * nb):
+        flat = int(flat)
+        other = int((flat + 1 + rng.integers(0, nbg * nb - 1)) % (nbg * nb))
+        r0, r1 = (int(x) for x in rng.choice(rows, 2, replace=False))
+        out.append(Request(False, at(flat, r0, 0)))
+        for k in range(fill):
+            a = at(other, r0, k % cols)
+            out.append(Request(True, a, _data(rng, b), full) if rng.random() < write_p else Request(False, a))
+        hazard = at(flat, r1, 2 % cols)
+        out += [Request(False, at(flat, r1, 1)), Request(False, hazard),
+                Request(True, hazard, _data(rng, b), int(rng.integers(1, full + 1))), Request(False, hazard),
+                Request(False, at(flat, r0, 3 % cols))]
+    return out
+
+
 def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Generator):
     """Concatenate traffic segments. ``sequential``: ``count``, ``write`` (bool), ``start`` (byte
-    address); ``random``: ``count``, ``write_p``, ``span_bursts``, ``partial_p``, ``bursts``; ``conflicts``:
+    address); ``random``: ``count``, ``write_p``, ``span_bursts``, ``partial_p``, ``bursts``, ``rows``; ``conflicts``:
     ``count``, ``write_p``."""
     reqs: list[Request] = []
     for seg in segments:
@@ -359,11 +417,15 @@ def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Genera
             reqs += sequential(config, n, bool(seg.get("write", False)), rng, int(seg.get("start", 0)))
         elif kind == "random":
             reqs += random_traffic(config, n, rng, float(seg.get("write_p", 0.5)), seg.get("span_bursts"),
-                                   partial_p=float(seg.get("partial_p", 0.2)), bursts=int(seg.get("bursts", 1)))
+                                   partial_p=float(seg.get("partial_p", 0.2)), bursts=int(seg.get("bursts", 1)),
+                                   rows=seg.get("rows"))
         elif kind == "conflicts":
             reqs += row_conflicts(config, n, rng, float(seg.get("write_p", 0.0)))
+        elif kind == "bank_sweep":
+            for _ in range(n):
+                reqs += bank_sweep(config, rng, int(seg.get("fill", 24)), float(seg.get("write_p", 0.3)))
         else:
-            raise ValueError(f"traffic kind must be sequential, random or conflicts; got {kind!r}")
+            raise ValueError(f"traffic kind must be sequential, random, conflicts or bank_sweep; got {kind!r}")
     return reqs
 
 

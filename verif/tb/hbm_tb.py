@@ -87,7 +87,7 @@ async def traffic(dut):
         payload = int(dut.rsp__payload.value) if rsp_valid else 0
         pins = Pins(**v, req_ready=int(dut.req__ready.value), rsp_valid=rsp_valid,
                     rsp_tag=payload & tag_mask, rsp_rdata=payload >> tag_w,
-                    refresh_owed=int(dut.refresh_owed.value))
+                    refresh_owed=int(dut.refresh_owed.value), queue_empty=int(dut.queue_empty.value))
         d = h.step(pins)
         dut.req__valid.value = d.req_valid
         if d.req_valid:
