@@ -318,3 +318,14 @@ def test_random_traffic_rows_limits_each_bank_to_its_first_rows():
     assert {cfg.decode(r.addr)[3] for r in reqs} == {0, 1}
     with pytest.raises(ValueError, match="rows must be from 1 to 64; got 65"):
         random_traffic(cfg, 1, np.random.default_rng(2), rows=65)
+
+
+@pytest.mark.parametrize("trc", [None, 30])
+def test_trc_waits_only_where_it_exceeds_tras_plus_trp(trc):
+    """Row conflicts in one bank: ACT to ACT is tRAS + tRP = 24 cycles when tRC is their sum (the
+    bank's counter then counts tRP only), and exactly tRC when a timing set asks for more."""
+    cfg = _cfg(replace(RAMULATOR2_HBM2, tRC=trc))
+    h = PCHarness(cfg, row_conflicts(cfg, 12, np.random.default_rng(3)))
+    run_pc_amaranth(h, 5000)
+    acts = [c for c, row_cmd, *_ in h.commands if row_cmd == 1]
+    assert len(acts) == 12 and min(np.diff(acts)) == (trc or 17 + 7)

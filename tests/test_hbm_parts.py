@@ -73,7 +73,6 @@ BANK, GROUP = 5, 1
 BANK_RULES = [
     # command on the pins, status bit that it holds low, JEDEC distance in cycles
     (dict(act=1, act_bank=BANK), "col_ok", BANK, T.tRCD),
-    (dict(act=1, act_bank=BANK), "act_ok", BANK, T.tRC),
     (dict(act=1, act_bank=BANK), "pre_ok", BANK, T.tRAS),
     (dict(act=1, act_bank=BANK), "bg_act_ok", GROUP, T.tRRD_L),
     (dict(act=1, act_bank=BANK), "ch_act_ok", None, T.tRRD_S),
@@ -116,6 +115,26 @@ def test_bank_timing_distance(cmd, port, index, distance):
     # cycle 0: not yet counted (the scheduler masks the command on the pins)
     assert seen == [1] + [0] * (distance - 2) + [1] * 4
     assert seen_next[:-1] == seen[1:]
+
+
+@pytest.mark.parametrize("extra", [0, 6])
+def test_bank_timing_trc_only_where_tras_plus_trp_does_not_imply_it(extra):
+    """After an ACT, ``act_ok`` of the bank waits tRC only when tRC > tRAS + tRP: otherwise the open
+    bank blocks the next ACT, PRE comes tRAS after the ACT at the earliest and holds ``act_ok`` for
+    tRP, which together are tRC (every JEDEC HBM2 set)."""
+    t = replace(T, tRC=T.tRAS + T.tRP + extra)
+    dut = BankTiming(replace(CFG, timing=t))
+    seen = []
+
+    async def bench(ctx):
+        _set_issue(ctx, dut.issue, act=1, act_bank=BANK)
+        for _cycle in range(t.tRC + 3):
+            seen.append(ctx.get(dut.status.act_ok[BANK]))
+            await ctx.tick()
+            _set_issue(ctx, dut.issue)
+
+    _run(dut, bench)
+    assert seen == ([1] + [0] * (t.tRC - 2) + [1] * 4 if extra else [1] * (t.tRC + 3))
 
 
 def test_bank_timing_faw_and_open_rows():

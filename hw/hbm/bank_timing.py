@@ -1,10 +1,10 @@
 """Bank state and timing counters of one HBM2 pseudo-channel.
 
-One saturating down-counter per timing constraint and scope: per bank tRCD (ACT to RD/WR), tRC/tRP
-(to the next ACT), tRAS/tRTP/write recovery (to PRE); per bank group tRRD_L, tCCD_L and tWTR_L; per
-pseudo-channel tRRD_S, tCCD_S, tWTR_S, tRTW, the burst length on the data bus, tRFC, and four
-counters for the rolling tFAW window (JESD235 timing parameters; the same distances the checker
-``verif/jedec_checker.py`` enforces).
+One saturating down-counter per timing constraint and scope: per bank tRCD (ACT to RD/WR), tRP (to
+the next ACT; tRC as well where it exceeds tRAS + tRP), tRAS/tRTP/write recovery (to PRE); per bank
+group tRRD_L, tCCD_L and tWTR_L; per pseudo-channel tRRD_S, tCCD_S, tWTR_S, tRTW, the burst length
+on the data bus, tRFC, and four counters for the rolling tFAW window (JESD235 timing parameters; the
+same distances the checker ``verif/jedec_checker.py`` enforces).
 
 Counting from the pins: a command on the pins at cycle P with a minimum distance d to a later
 command loads ``d - 2`` (keeping the larger pending wait) at the end of cycle P. A later command is
@@ -86,7 +86,11 @@ class BankTiming(wiring.Component):
         nb, n_bg, n_bpg = cfg.banks, cfg.bank_groups, cfg.banks_per_group
         bank_bg = [b // n_bpg for b in range(nb)]
         bc = t.burst_cycles
-        cnt_act = [_Counter(f"b{b}_act_wait", max(t.tRC, t.tRP)) for b in range(nb)]
+        # tRC (ACT to ACT) follows from tRAS (ACT to PRE) and tRP (PRE to ACT) when it is their sum, as
+        # in every JEDEC HBM2 set: then the counter waits for tRP only (3 bits instead of 5 per bank),
+        # and no counter state exists that could differ without a JEDEC-visible effect.
+        rc_needed = t.tRC > t.tRAS + t.tRP
+        cnt_act = [_Counter(f"b{b}_act_wait", max(t.tRC if rc_needed else 0, t.tRP)) for b in range(nb)]
         cnt_col = [_Counter(f"b{b}_col_wait", t.tRCD) for b in range(nb)]
         cnt_pre = [_Counter(f"b{b}_pre_wait", max(t.tRAS, t.tRTP, t.CWL + bc + t.tWR)) for b in range(nb)]
         bg_act = [_Counter(f"bg{g}_act_wait", t.tRRD_L) for g in range(n_bg)]
@@ -105,7 +109,8 @@ class BankTiming(wiring.Component):
             pre_b = i.pre_banks[b] | i.prea
             rd_b = i.rd & i.col_banks[b]
             wr_b = i.wr & i.col_banks[b]
-            cnt_act[b].load(act_b, t.tRC)
+            if rc_needed:
+                cnt_act[b].load(act_b, t.tRC)
             cnt_act[b].load(pre_b, t.tRP)
             cnt_col[b].load(act_b, t.tRCD)
             cnt_pre[b].load(act_b, t.tRAS)
