@@ -69,7 +69,7 @@ class MXUConfig:
         rows: PE rows R (the K extent of a weight tile), 1..:data:`MAX_SIDE`.
         cols: PE columns C (the N extent of a weight tile), 1..:data:`MAX_SIDE`.
         fmt: input format: "bf16", "fp8_e4m3fn", "fp8_e5m2" (decoded to bf16 at the edge) or "int8".
-        subnormals: "ftz" (default) or "ieee" (float formats).
+        subnormals: "ftz" (default) or "ieee" (float formats; int8 reads "ftz" whatever was given).
         stages: partial-sum latency of a PE in cycles, 1..9 (the MAC pipeline depth; default 2).
         backpressure: ``True`` (default): the array stalls as a unit while a valid output is not
             taken (``out.ready`` low: one clock enable to every register). ``False``: ``out.ready``
@@ -97,6 +97,8 @@ class MXUConfig:
         check_choice("fmt", self.fmt, Format)
         check_choice("subnormals", self.subnormals, Subnormals)
         check_int("stages", self.stages, 1, MAX_STAGES)
+        if self.fmt == "int8":  # no subnormals in int8: one configuration whatever was given
+            object.__setattr__(self, "subnormals", "ftz")
 
     # ---- derived ---------------------------------------------------------------------------
     @property

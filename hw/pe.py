@@ -57,6 +57,8 @@ class PEConfig:
             raise ValueError(f"fmt must be one of bf16, int8 inside a PE; got {self.fmt!r}")
         check_int("stages", self.stages, 1, MAX_STAGES)
         MACConfig(self.fmt, self.subnormals, self.stages)  # validates subnormals
+        if self.fmt == "int8":  # no subnormals in int8: one configuration whatever was given
+            object.__setattr__(self, "subnormals", "ftz")
 
     @property
     def mac(self) -> MACConfig:

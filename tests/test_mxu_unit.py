@@ -199,3 +199,16 @@ def test_preset_names_match_their_configs():
         assert (rows, cols) == (cfg.rows, cfg.cols), name
         assert tokens[cfg.fmt] in name, name
         assert ("ieee" in name) == (cfg.subnormals == "ieee"), name
+
+
+def test_int8_has_no_subnormal_mode():
+    """int8 has no subnormals: "ieee" given reads "ftz", so the two spellings are one configuration
+    (one cache entry, one report, one manifest), at every level."""
+    from hw.arith import MACConfig
+
+    assert MXUConfig(4, 4, "int8", "ieee") == MXUConfig(4, 4, "int8", "ftz")
+    assert MXUConfig(4, 4, "int8", "ieee").subnormals == "ftz"
+    assert PEConfig("int8", "ieee").subnormals == MACConfig("int8", "ieee").subnormals == "ftz"
+    assert MXUConfig(4, 4, "bf16", "ieee").subnormals == "ieee"
+    with pytest.raises(ValueError, match="subnormals"):
+        MXUConfig(4, 4, "int8", "daz")

@@ -60,7 +60,8 @@ class MACConfig:
 
     Attributes:
         fmt: input format, one of "bf16", "fp8_e4m3fn", "fp8_e5m2", "int8" (default "bf16").
-        subnormals: "ftz" (default) or "ieee"; ignored (kept as given) for int8.
+        subnormals: "ftz" (default) or "ieee"; int8 has no subnormals, so it reads "ftz" there
+            whatever was given (one configuration, one cache entry, one manifest).
         stages: pipeline register stages, 0..9 (default 0 = combinational); latency = stages cycles.
 
     Raises:
@@ -75,6 +76,8 @@ class MACConfig:
         check_choice("fmt", self.fmt, Format)
         check_choice("subnormals", self.subnormals, Subnormals)
         check_int("stages", self.stages, 0, MAX_STAGES)
+        if self.fmt == "int8":
+            object.__setattr__(self, "subnormals", "ftz")
 
     @property
     def format(self) -> Format:
