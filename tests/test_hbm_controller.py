@@ -16,6 +16,7 @@ import pytest
 
 from hw.hbm.config import COMPRESSED_REFRESH, DRAMSIM3_HBM2, RAMULATOR2_HBM2, HBMConfig
 from hw.hbm.controller import PseudoChannelController, response_fifo_depth
+from hw.hbm.interface import RowCmd
 from verif.hbm_harness import PCHarness, Pins, Request, random_traffic, row_conflicts, sequential
 from verif.hbm_sim import run_pc_amaranth
 from verif.jedec_checker import TimingViolation
@@ -311,15 +312,6 @@ def test_bank_sweep_puts_every_bank_through_its_situations():
         assert tail[1].addr == tail[2].addr == tail[3].addr
 
 
-def test_random_traffic_rows_limits_each_bank_to_its_first_rows():
-    from verif.hbm_sim import STRESS as cfg
-
-    reqs = random_traffic(cfg, 400, np.random.default_rng(2), rows=2)
-    assert {cfg.decode(r.addr)[3] for r in reqs} == {0, 1}
-    with pytest.raises(ValueError, match="rows must be from 1 to 64; got 65"):
-        random_traffic(cfg, 1, np.random.default_rng(2), rows=65)
-
-
 @pytest.mark.parametrize("trc", [None, 30])
 def test_trc_waits_only_where_it_exceeds_tras_plus_trp(trc):
     """Row conflicts in one bank: ACT to ACT is tRAS + tRP = 24 cycles when tRC is their sum (the
@@ -327,5 +319,6 @@ def test_trc_waits_only_where_it_exceeds_tras_plus_trp(trc):
     cfg = _cfg(replace(RAMULATOR2_HBM2, tRC=trc))
     h = PCHarness(cfg, row_conflicts(cfg, 12, np.random.default_rng(3)))
     run_pc_amaranth(h, 5000)
-    acts = [c for c, row_cmd, *_ in h.commands if row_cmd == 1]
-    assert len(acts) == 12 and min(np.diff(acts)) == (trc or 17 + 7)
+    acts = [c for c, row_cmd, *_ in h.commands if row_cmd == RowCmd.ACT.value]
+    t = RAMULATOR2_HBM2
+    assert len(acts) == 12 and min(np.diff(acts)) == (trc or t.tRAS + t.tRP) and t.tRAS + t.tRP == 24

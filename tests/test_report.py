@@ -224,6 +224,16 @@ def test_the_traced_beats_are_at_the_cycle_models_cycles(report):
     ]
     assert all(len(s["wave"]) == t["cycles_shown"] for s in wave["signal"])
 
+    # the diagram's cycle numbers (WaveDrom's tick) are the table's: its cycle 0 is the first weight beat
+    def levels(name):
+        out = []
+        for ch in next(s["wave"] for s in wave["signal"] if s["name"] == name):
+            out.append(out[-1] if ch == "." else ch)
+        return out
+
+    fires = [i for i, (v, r) in enumerate(zip(levels("wgt__valid"), levels("wgt__ready"))) if v == r == "1"]
+    assert [i + wave["head"]["tick"] for i in fires][:4] == expected["wgt"]
+
 
 @pytest.mark.cocotb
 def test_the_pages_numbers_are_report_json(report):

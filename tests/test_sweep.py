@@ -212,3 +212,15 @@ def test_engine_point_takes_its_cycles_from_the_rtl(tmp_path, monkeypatch):
     rec = sweep.run_point(point, tmp_path / "w2", resolve_point)
     assert rec["status"] == "ok" and rec["gemm_cycles"] is None and rec["gemm_gmacs"] is None
     assert rec["gemm_error"].startswith("the engine's 16x8x4 GEMM is not bit-exact")
+
+
+def test_a_cache_record_without_a_fingerprint_gets_the_one_its_key_was_made_under(tmp_path):
+    """Records written before they carried their fingerprint: the key already hashes it, so the first
+    cache hit stores it (``mxu report`` lists only records with the current fingerprint)."""
+    from sim.sweep import _load
+
+    old = {"options": {"block": "mxu"}, "status": "ok", "lut4": 7}
+    (tmp_path / "k.json").write_text(json.dumps(old))
+    assert _load(tmp_path, "k", "fp1") == {**old, "fingerprint": "fp1"}
+    assert json.loads((tmp_path / "k.json").read_text()) == {**old, "fingerprint": "fp1"}
+    assert _load(tmp_path, "k", "fp2")["fingerprint"] == "fp1"  # a stored fingerprint is kept

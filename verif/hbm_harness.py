@@ -312,24 +312,19 @@ def sequential(config: HBMConfig, count: int, write: bool, rng: np.random.Genera
 
 def random_traffic(config: HBMConfig, count: int, rng: np.random.Generator, write_p: float = 0.5,
                    span_bursts: int | None = None, pc: int = 0, partial_p: float = 0.2,
-                   bursts: int = 1, rows: int | None = None) -> list[Request]:
+                   bursts: int = 1) -> list[Request]:
     """``count`` random accesses of pseudo-channel ``pc``, each ``bursts`` consecutive bursts of one
     row (``bursts = 2``: random 64 B accesses), so ``count * bursts`` requests. ``span_bursts`` limits
-    the distinct addresses (small spans give many same-address hazards); ``rows`` limits each bank
-    to its first ``rows`` rows (row hits and conflicts in every bank at once); writes get a random byte
+    the distinct addresses (small spans give many same-address hazards); writes get a random byte
     mask with probability ``partial_p``.
 
     Raises:
-        ValueError: ``bursts`` not in 1..columns, or ``rows`` not in 1..rows of the configuration.
+        ValueError: ``bursts`` not in 1..columns.
     """
     b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
-    f = dict(config.field_sizes)
+    f = config.field_sizes
     if not 1 <= bursts <= config.columns:
         raise ValueError(f"bursts must be from 1 to columns = {config.columns}; got {bursts}")
-    if rows is not None:
-        if not 1 <= rows <= f["row"]:
-            raise ValueError(f"rows must be from 1 to {f['row']}; got {rows}")
-        f["row"] = rows
 
     def pick():
         col = int(rng.integers(0, f["column"] // bursts)) * bursts
@@ -373,13 +368,13 @@ def row_conflicts(config: HBMConfig, count: int, rng: np.random.Generator, write
 def bank_sweep(config: HBMConfig, rng: np.random.Generator, fill: int = 24, write_p: float = 0.3,
                pc: int = 0) -> list[Request]:
     """A burst of one request to every bank, then every bank in turn (a random order), each in the
-    situations its own copy of the controller's
-    per-bank logic decides: a closed bank (ACT), a row miss arriving while the bank is open and idle
-    (PRE at once), a hit arriving while its row is open and no other request to the bank waits, a
-    read, a write and a read to one address (both hazards; with back-pressure on the responses a
-    read waits for credit while a younger write could go), and a conflict behind them; ``fill``
-    row hits to another bank keep the queue busy, so the bank is idle and its timing met when the
-    miss arrives. Writes among the fill with probability ``write_p``."""
+    situations its own copy of the controller's per-bank logic decides: a closed bank (ACT), a row
+    miss arriving while the bank is open and idle (PRE at once), a hit arriving while its row is open
+    and no other request to the bank waits, a read, a write and a read to one address (both hazards;
+    with back-pressure on the responses a read waits for credit while a younger write could go), and
+    a conflict behind them. ``fill`` row hits to another bank keep the queue busy between the first
+    request and the miss, so the bank is idle and its timing met when the miss arrives; writes among
+    the fill with probability ``write_p``."""
     b, full = config.burst_bytes, (1 << config.burst_bytes) - 1
     nbg, nb = config.field_sizes["bank_group"], config.field_sizes["bank"]
     rows, cols = config.field_sizes["row"], config.field_sizes["column"]
@@ -408,8 +403,8 @@ def bank_sweep(config: HBMConfig, rng: np.random.Generator, fill: int = 24, writ
 
 def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Generator):
     """Concatenate traffic segments. ``sequential``: ``count``, ``write`` (bool), ``start`` (byte
-    address); ``random``: ``count``, ``write_p``, ``span_bursts``, ``partial_p``, ``bursts``, ``rows``; ``conflicts``:
-    ``count``, ``write_p``."""
+    address); ``random``: ``count``, ``write_p``, ``span_bursts``, ``partial_p``, ``bursts``; ``conflicts``:
+    ``count``, ``write_p``; ``bank_sweep``: ``count`` rounds of :func:`bank_sweep`, ``fill``, ``write_p``."""
     reqs: list[Request] = []
     for seg in segments:
         kind, n = seg["kind"], int(seg["count"])
@@ -417,8 +412,7 @@ def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Genera
             reqs += sequential(config, n, bool(seg.get("write", False)), rng, int(seg.get("start", 0)))
         elif kind == "random":
             reqs += random_traffic(config, n, rng, float(seg.get("write_p", 0.5)), seg.get("span_bursts"),
-                                   partial_p=float(seg.get("partial_p", 0.2)), bursts=int(seg.get("bursts", 1)),
-                                   rows=seg.get("rows"))
+                                   partial_p=float(seg.get("partial_p", 0.2)), bursts=int(seg.get("bursts", 1)))
         elif kind == "conflicts":
             reqs += row_conflicts(config, n, rng, float(seg.get("write_p", 0.0)))
         elif kind == "bank_sweep":
