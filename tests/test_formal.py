@@ -320,36 +320,33 @@ def _fifo_proof(queue, tmp_path, cover: bool = True) -> dict:
     )
 
 
+_DESIGN_FIFOS = {
+    ("SyncFIFOBuffered", 32, 16): ["top.engine.weight_loader.fifo"],
+    ("SyncFIFOBuffered", 8, 8): ["top.engine.write_address.wlen"],
+    ("SyncFIFOBuffered", 288, 16): ["top.engine.write_data.fifo"],
+    ("SyncFIFO", 288, 4): [f"top.hbm.pc{k}_ctrl.write_path.wdata_fifo" for k in range(2)],
+    ("SyncFIFO", 8, 11): [f"top.hbm.pc{k}_ctrl.read_path.tag_fifo" for k in range(2)],
+    ("SyncFIFOBuffered", 264, 11): [f"top.hbm.pc{k}_ctrl.read_path.rsp_fifo" for k in range(2)],
+    ("SyncFIFOBuffered", 8, 64): ["top.rx_fifo"],
+}
+
+
 def test_the_design_fifos_are_found():
-    """The board top (engine, HBM controller with two pseudo-channels, UART) holds these FIFOs."""
-    found = design_fifos(BoardTop())
-    assert found == {
-        ("SyncFIFOBuffered", 32, 16): ["top.engine.weight_loader.fifo"],
-        ("SyncFIFOBuffered", 8, 8): ["top.engine.write_address.wlen"],
-        ("SyncFIFOBuffered", 288, 16): ["top.engine.write_data.fifo"],
-        ("SyncFIFO", 288, 4): [f"top.hbm.pc{k}_ctrl.write_path.wdata_fifo" for k in range(2)],
-        ("SyncFIFO", 8, 11): [f"top.hbm.pc{k}_ctrl.read_path.tag_fifo" for k in range(2)],
-        ("SyncFIFOBuffered", 264, 11): [f"top.hbm.pc{k}_ctrl.read_path.rsp_fifo" for k in range(2)],
-        ("SyncFIFOBuffered", 8, 64): ["top.rx_fifo"],
-    }
+    """The board top (engine, HBM controller with two pseudo-channels, UART) holds these FIFOs, each
+    proven below."""
+    assert design_fifos(BoardTop()) == _DESIGN_FIFOS
 
 
-# the FIFOs of at most 11 entries take seconds; the 16- and 64-entry ones minutes (``--soak``)
-_SMALL_FIFOS = [("SyncFIFO", 288, 4), ("SyncFIFOBuffered", 8, 8), ("SyncFIFO", 8, 11)]
-
-
-@pytest.mark.parametrize("kind", _SMALL_FIFOS, ids=lambda k: f"{k[0]}-{k[1]}x{k[2]}")
+# The FIFOs of at most 11 entries take seconds each; the 16- and 64-entry ones minutes (``--soak``).
+@pytest.mark.parametrize(
+    "kind",
+    [pytest.param(k, marks=[pytest.mark.soak] if k[2] > 11 else []) for k in _DESIGN_FIFOS],
+    ids=lambda k: f"{k[0]}-{k[1]}x{k[2]}",
+)
 def test_design_fifo_keeps_order_and_loses_nothing(kind, tmp_path):
     cls, width, depth = kind
     result = _fifo_proof(getattr(fifo, cls)(width=width, depth=depth), tmp_path)
     assert (result["verdict"], result["covered"]) == ("bounded", True), result
-
-
-@pytest.mark.soak
-def test_every_design_fifo_keeps_order_and_loses_nothing(tmp_path):
-    for k, (cls, width, depth) in enumerate(design_fifos(BoardTop())):
-        result = _fifo_proof(getattr(fifo, cls)(width=width, depth=depth), tmp_path / str(k))
-        assert (result["verdict"], result["covered"]) == ("bounded", True), (cls, width, depth, result)
 
 
 @pytest.mark.parametrize(
