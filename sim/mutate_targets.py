@@ -120,7 +120,7 @@ def _hbm_channel(options: dict, seed: int) -> Target:
     """One HBM2 pseudo-channel controller in the stress configuration of
     ``tests/test_hbm_cocotb.py::test_stress_same_commands_as_amaranth`` (:data:`verif.hbm_sim.STRESS`:
     64 rows of 8 columns, queue 8, Ramulator2 timings with refresh every 400 cycles, 2 REFs postponed at
-    most, age cap 32): its three traffic parts (:data:`verif.hbm_sim.STRESS_TRAFFIC`) under the fatal
+    most, age cap 32): every one of its traffic parts (:data:`verif.hbm_sim.STRESS_TRAFFIC`) under the fatal
     JEDEC checker, each command at the Amaranth model's cycle."""
     from hw.hbm.controller import PseudoChannelController
     from verif.hbm_sim import STRESS, STRESS_TRAFFIC, traffic_reference

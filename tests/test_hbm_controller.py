@@ -312,6 +312,23 @@ def test_bank_sweep_puts_every_bank_through_its_situations():
         assert tail[1].addr == tail[2].addr == tail[3].addr
 
 
+def test_act_windows_make_every_tfaw_slot_decide_an_act():
+    """24 rounds (seed 1) in the controller: 142 ACTs (6 per round, less the banks a round found on
+    the row it wanted), and for each of the four tFAW window slots some ACT that waited exactly tFAW
+    behind the ACT four before it while more than tRRD_L behind the one before it: the slot's own
+    wait decided it, which a continuous ACT burst never shows."""
+    from verif.hbm_harness import act_windows
+    from verif.hbm_sim import STRESS as cfg
+
+    h = PCHarness(cfg, act_windows(cfg, np.random.default_rng(1), 24))
+    run_pc_amaranth(h, 20000)
+    acts = [c for c, row_cmd, *_ in h.commands if row_cmd == RowCmd.ACT.value]
+    t = cfg.timing
+    held = [j for j in range(4, len(acts)) if acts[j] - acts[j - 4] == t.tFAW and acts[j] - acts[j - 1] > t.tRRD_L]
+    assert len(acts) == 142 and len(held) == 25
+    assert {(j - 4) % 4 for j in held} == {0, 1, 2, 3}
+
+
 @pytest.mark.parametrize("trc", [None, 30])
 def test_trc_waits_only_where_it_exceeds_tras_plus_trp(trc):
     """Row conflicts in one bank: ACT to ACT is tRAS + tRP = 24 cycles when tRC is their sum (the

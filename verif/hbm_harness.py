@@ -401,6 +401,29 @@ def bank_sweep(config: HBMConfig, rng: np.random.Generator, fill: int = 24, writ
     return out
 
 
+def act_windows(config: HBMConfig, rng: np.random.Generator, rounds: int = 24, pc: int = 0) -> list[Request]:
+    """``rounds`` rounds that each put a pause inside a tFAW window: one request to a bank (an ACT),
+    0 to 6 row hits behind it to the same row (column commands, no ACT: a pause of about two cycles
+    each before the next ACT), then one request to each of five other banks on rows they do not
+    have open (a burst of ACTs, each behind its PRE). Every window slot meets a window whose first
+    ACT came early and whose last four came at tRRD: the fifth ACT waits for the window of the
+    first, the sixth for that of the second, not for its tRRD behind the fifth. A continuous ACT
+    burst (after a refresh, or :func:`bank_sweep`'s) never tells those apart."""
+    nbg, nb = config.field_sizes["bank_group"], config.field_sizes["bank"]
+    rows, cols = config.field_sizes["row"], config.field_sizes["column"]
+    out: list[Request] = []
+
+    def at(flat, row, col):
+        return config.encode(pc, flat // nb, flat % nb, row, col)
+
+    for _ in range(rounds):
+        banks = [int(x) for x in rng.choice(nbg * nb, 6, replace=False)]
+        row = int(rng.integers(0, rows))
+        out += [Request(False, at(banks[0], row, k % cols)) for k in range(1 + int(rng.integers(0, 7)))]
+        out += [Request(False, at(f, int(rng.integers(0, rows)), int(rng.integers(0, cols)))) for f in banks[1:]]
+    return out
+
+
 def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Generator):
     """Concatenate traffic segments. ``sequential``: ``count``, ``write`` (bool), ``start`` (byte
     address); ``random``: ``count``, ``write_p``, ``span_bursts``, ``partial_p``, ``bursts``; ``conflicts``:
@@ -418,8 +441,11 @@ def build_traffic(config: HBMConfig, segments: list[dict], rng: np.random.Genera
         elif kind == "bank_sweep":
             for _ in range(n):
                 reqs += bank_sweep(config, rng, int(seg.get("fill", 24)), float(seg.get("write_p", 0.3)))
+        elif kind == "act_windows":
+            reqs += act_windows(config, rng, n)
         else:
-            raise ValueError(f"traffic kind must be sequential, random, conflicts or bank_sweep; got {kind!r}")
+            raise ValueError(f"traffic kind must be sequential, random, conflicts, bank_sweep or act_windows; "
+                             f"got {kind!r}")
     return reqs
 
 

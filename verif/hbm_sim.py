@@ -39,6 +39,10 @@ STRESS_TRAFFIC: dict[str, tuple[list[dict], int | None, float, float]] = {
     # it is open and idle, a hit, a same-address write behind a read (random traffic rarely makes
     # these in a given bank; mutation testing found a hazard and a PRE-timing bug they alone catch)
     "banks": ([{"kind": "bank_sweep", "count": 4, "fill": 24, "write_p": 0.3}], 1, 0.0, 0.3),
+    # tFAW windows whose first ACT came early and whose other four came at tRRD: each window slot's
+    # own wait decides the sixth ACT (mutation testing: a slot counting down twice as fast, a pending
+    # wait cut short and a PRE guard on the wrong bank passed every other part)
+    "windows": ([{"kind": "act_windows", "count": 60}], 1, 0.0, 0.0),
 }
 
 
