@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from bench import git_commit
+from sim.mutate_targets import ENGINE_COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,6 +31,8 @@ CAMPAIGNS: dict[str, tuple[str, dict]] = {
     "pe-bf16": ("pe", {"fmt": "bf16", "subnormals": "ftz", "stages": 2}),
     "mxu-8x8-bf16": ("mxu", {"rows": 8, "cols": 8, "fmt": "bf16", "stages": 2}),
     "hbm-channel": ("hbm-channel", {}),
+    # each GEMM engine component inside the engine (4x4 bf16, two pseudo-channels)
+    **{f"engine-{c.replace('_', '-')}": (f"engine-{c.replace('_', '-')}", {}) for c in ENGINE_COMPONENTS},
 }
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["GemmJob", "GemmResult", "run_gemms", "engine_verilog", "sim_top_verilog", "stored_rows_for",
-           "random_jobs", "check_bitexact", "engine_gemm_cycles"]
+           "random_jobs", "check_bitexact", "engine_gemm_cycles", "bench_jobs", "default_timeout"]
 
 
 @dataclass
@@ -184,6 +184,37 @@ def stored_rows_for(specs: list[dict], cfg) -> int:
     return rows
 
 
+def bench_jobs(jobs: list[GemmJob], fmt: str, pad_bytes: int = 0) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """The GEMM benches' job descriptions (``GemmTbConfig.jobs``) and operand arrays (the jobs npz:
+    ``a<j>``, ``b<j>``, ``c<j>`` as raw bits) of ``jobs`` on an array of format ``fmt``.
+
+    Raises:
+        ValueError: a job's shapes or dtypes do not fit (message names the input).
+    """
+    specs, arrays = [], {}
+    for j, job in enumerate(jobs):
+        m, k = _check_job(j, job, fmt, specs)
+        n = job.b.shape[1]
+        specs.append({"kind": "gemm", "m": m, "k": k, "n": n, "load_c": job.c is not None,
+                      "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes, "a_from": job.a_from})
+        if job.a_from is None:
+            arrays[f"a{j}"] = np.ascontiguousarray(job.a).view(np.uint16 if fmt == "bf16" else np.uint8)
+        arrays[f"b{j}"] = np.ascontiguousarray(job.b).view(np.uint16 if fmt == "bf16" else np.uint8)
+        if job.c is not None:
+            arrays[f"c{j}"] = np.ascontiguousarray(job.c).view(np.uint32)
+    return specs, arrays
+
+
+def default_timeout(specs: list[dict], cfg) -> int:
+    """Cycles without ``irq`` after which a bench fails a run: 20 x the array-only cycle model of its
+    GEMMs + 20,000."""
+    from verif.cycles import gemm_cycles
+
+    est = sum(gemm_cycles(s["m"], s["k"], s["n"], cfg.mxu.rows, cfg.mxu.cols, cfg.mxu.stages)
+              for s in specs if s["kind"] == "gemm")
+    return 20 * est + 20_000
+
+
 def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
               waves: str | None = None, progress: bool | None = None, raw_jobs: list[dict] | None = None,
               pad_bytes: int = 0, timeout_cycles: int | None = None,
@@ -236,7 +267,6 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     """
     from hw.engine import PERF_COUNTERS, EngineConfig
     from sim.runner import build_root, run_cocotb
-    from verif.cycles import gemm_cycles
     from verif.tb.base import GemmTbConfig
 
     cfg = EngineConfig() if config is None else config
@@ -249,28 +279,16 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     if device_hbm is not None and memory != "hdl":
         raise ValueError("device_hbm needs memory='hdl' (the Python device model checks the controller's own rules)")
     fmt = cfg.mxu.fmt
-    specs = []
-    arrays = {}
     if raw_jobs is not None:
         specs = [dict(rj) if "kind" in rj else {"kind": "regs", "writes": [list(w) for w in rj["writes"]]}
                  for rj in raw_jobs]
+        arrays = {}
         if memory != "hdl" and any(sp["kind"] == "backdoor" for sp in specs):
             raise ValueError("a backdoor job needs memory='hdl' (it round-trips the HDL device model's storage)")
     else:
-        for j, job in enumerate(jobs):
-            m, k = _check_job(j, job, fmt, specs)
-            n = job.b.shape[1]
-            specs.append({"kind": "gemm", "m": m, "k": k, "n": n, "load_c": job.c is not None,
-                          "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes, "a_from": job.a_from})
-            if job.a_from is None:
-                arrays[f"a{j}"] = np.ascontiguousarray(job.a).view(np.uint16 if fmt == "bf16" else np.uint8)
-            arrays[f"b{j}"] = np.ascontiguousarray(job.b).view(np.uint16 if fmt == "bf16" else np.uint8)
-            if job.c is not None:
-                arrays[f"c{j}"] = np.ascontiguousarray(job.c).view(np.uint32)
+        specs, arrays = bench_jobs(jobs, fmt, pad_bytes)
     if timeout_cycles is None:
-        est = sum(gemm_cycles(s["m"], s["k"], s["n"], cfg.mxu.rows, cfg.mxu.cols, cfg.mxu.stages)
-                  for s in specs if s["kind"] == "gemm")
-        timeout_cycles = 20 * est + 20_000
+        timeout_cycles = default_timeout(specs, cfg)
     bar = None
     import sys
     if progress is None:

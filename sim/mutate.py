@@ -60,12 +60,17 @@ SELECTOR = "mutsel"
 class TestRun:
     """One simulation of a block's regression: cocotb module ``test_module`` with ``env`` (the
     testbench's JSON configuration variables), only ``testcase`` if given. ``name`` is what
-    ``mutate.json`` records as the test that killed a mutant."""
+    ``mutate.json`` records as the test that killed a mutant. ``{scratch}`` in an ``env`` value
+    becomes a folder of the run's own (parallel runs write their outputs apart). ``check``:
+    ``"module:function"``, called as ``function(env, scratch)`` after the simulation passed, for the
+    results a bench leaves for its test to judge (a GEMM's bits and cycles); it returns None or the
+    failure."""
 
     name: str
     test_module: str
     env: dict[str, str]
     testcase: str | None = None
+    check: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,10 @@ class Target:
             and a part is small enough for the proof where the whole design is not (a part that can
             be told apart on its own ports stays a survivor: the whole design's check would not end
             either).
+        sim_top: the simulator's top module when the mutated block is a module inside it (a GEMM
+            engine component inside the GEMM simulation top); None: ``top``.
+        context: writes the other Verilog files of the simulation into the given folder (the
+            simulation top without the mutated module) and returns their paths; None: none.
     """
 
     block: str
@@ -94,6 +103,8 @@ class Target:
     runs: tuple[TestRun, ...]
     config: dict = field(default_factory=dict)
     parts: tuple[tuple[str, str, Callable[[], tuple[str, str]]], ...] = ()
+    sim_top: str | None = None
+    context: Callable[[Path], list[Path]] | None = None
 
 
 @dataclass(frozen=True)
@@ -259,7 +270,7 @@ def _selector_from_plusarg(text: str, top: str, width: int) -> str:
     Raises:
         RuntimeError: Yosys wrote the port in a form this edit does not know (a newer Yosys).
     """
-    header = re.compile(rf"(module {re.escape(top)}\()([^;]*)(\);)")
+    header = re.compile(rf"(module \\?{re.escape(top)} ?\()([^;]*)(\);)")  # Yosys writes "a.b" as "\\a.b ("
     m = header.search(text)
     ports = [p.strip() for p in m.group(2).split(",")] if m else []
     decl = f"  input [{width - 1}:0] {SELECTOR};\n" if width > 1 else f"  input {SELECTOR};\n"
@@ -267,7 +278,8 @@ def _selector_from_plusarg(text: str, top: str, width: int) -> str:
     if m is None or SELECTOR not in ports or decl not in text:
         raise RuntimeError(f"the mutation build's module {top} has no {SELECTOR} input port as expected")
     ports.remove(SELECTOR)
-    text = text[:m.start(2)] + ", ".join(ports) + text[m.end(2):]
+    # an escaped identifier ends at white space: "\\port$1$0 ," keeps its space before the comma
+    text = text[:m.start(2)] + ", ".join(f"{p} " if p.startswith("\\") else p for p in ports) + text[m.end(2):]
     reg = decl.replace("input", "reg")
     set_it = (f"{reg}  initial begin\n    if (!$value$plusargs(\"{SELECTOR}=%d\", {SELECTOR})) {SELECTOR} = 0;\n"
               f"  end\n")
@@ -283,15 +295,27 @@ def _selector_from_plusarg(text: str, top: str, width: int) -> str:
 def _child(spec: dict) -> dict:
     """Run one :class:`TestRun` of a mutant (``spec``: the run, sources, top, simulator, seed,
     selector); the result for :func:`run_mutant`."""
-    from sim.runner import run_cocotb
+    import importlib
+    import tempfile
 
-    r = run_cocotb([Path(spec["verilog"])], spec["top"], spec["test_module"], simulator=spec["simulator"],
-                   env=spec["env"], testcase=spec["testcase"], seed=spec["seed"],
-                   plusargs=[f"+{SELECTOR}={spec['index']}"])
-    first = None
-    if r.failed:
-        first = _first_failure(r.results_xml)
-    return {"passed": r.passed, "failed": r.failed, "first_failure": first, "log": str(r.log)}
+    from sim.runner import build_root, run_cocotb
+
+    scratch_root = build_root() / "mutation-scratch"
+    scratch_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch_root) as scratch:
+        env = {k: v.replace("{scratch}", scratch) for k, v in spec["env"].items()}
+        sources = [Path(spec["verilog"]), *(Path(p) for p in spec.get("context", ()))]
+        r = run_cocotb(sources, spec.get("sim_top") or spec["top"], spec["test_module"],
+                       simulator=spec["simulator"], env=env, testcase=spec["testcase"], seed=spec["seed"],
+                       plusargs=[f"+{SELECTOR}={spec['index']}"])
+        failed, first = r.failed, None
+        if r.failed:
+            first = _first_failure(r.results_xml)
+        elif spec.get("check"):
+            module, name = spec["check"].split(":")
+            first = getattr(importlib.import_module(module), name)(env, Path(scratch))
+            failed = 1 if first else 0
+    return {"passed": r.passed, "failed": failed, "first_failure": first, "log": str(r.log)}
 
 
 def _first_failure(results_xml: Path) -> str | None:
@@ -320,7 +344,9 @@ def run_mutant(target: Target, verilog: Path, index: int, *, simulator: str, see
     start = time.perf_counter()
     for run in target.runs:
         spec = {"verilog": str(verilog), "top": target.top, "test_module": run.test_module, "env": run.env,
-                "testcase": run.testcase, "simulator": simulator, "seed": seed, "index": index}
+                "testcase": run.testcase, "simulator": simulator, "seed": seed, "index": index,
+                "sim_top": target.sim_top, "check": run.check,
+                "context": [str(p) for p in target.context(verilog.parent)] if target.context else []}
         left = timeout_s - (time.perf_counter() - start)
         if left <= 0:
             return MutantResult(index, "timeout", run.name, time.perf_counter() - start,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from sim.mutate import Target, TestRun
 
@@ -152,6 +153,141 @@ def _hbm_channel(options: dict, seed: int) -> Target:
                           "max_refresh_postpone": cfg.max_refresh_postpone, "age_cap_cycles": cfg.age_cap_cycles})
 
 
+#: the GEMM engine's components (``hw/engine/``) as mutation blocks ``engine-<name>``: the submodule
+#: name of each inside the engine
+ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor", "feeder", "perf", "sequencer",
+                     "weight_loader", "write_address", "write_data")
+
+#: the engine regression's GEMMs (M, K, N, initial C, bf16 result): edges of every loop (partial
+#: tiles and m-blocks, K < R, N < C, several groups), an initial C and a bf16 result
+ENGINE_SHAPES = ((33, 65, 17, True, False), (9, 8, 40, False, False), (17, 33, 65, False, True),
+                 (40, 3, 9, True, False), (1, 24, 5, False, False))
+
+
+def _engine_component(name: str):
+    def make(options: dict, seed: int) -> Target:
+        """One component of the GEMM engine (``name``; "": the whole engine), default 4x4 bf16 on two
+        pseudo-channels, mutated inside the GEMM simulation top (engine, HBM controller, HDL device
+        models and JEDEC checkers): the transaction-level bench (``verif.tb.gemm_fast_tb``) runs
+        :data:`ENGINE_SHAPES` back to back, and each result's bits, STATUS, CYCLES and performance
+        counters must be the original design's, which match the golden model (checked once, when
+        the target is first made)."""
+        return _engine_target(name, options, seed)
+
+    return make
+
+
+def _engine_target(name: str, options: dict, seed: int) -> Target:
+    import dataclasses
+    import hashlib
+
+    import numpy as np
+
+    from hw.engine import EngineConfig
+    from sim.gemm import (
+        bench_jobs,
+        check_bitexact,
+        default_timeout,
+        random_jobs,
+        run_gemms,
+        sim_top_verilog,
+        stored_rows_for,
+    )
+    from sim.runner import build_root
+    from verif.gemm_host import FILL
+    from verif.hdl.gemm_sim_top import GEMMSimTop
+    from verif.tb.base import GemmTbConfig
+
+    cfg = EngineConfig.from_options(**{"rows": 4, "cols": 4, "fmt": "bf16", **options})
+    fmt = cfg.mxu.fmt
+    jobs = random_jobs(fmt, [s[:3] for s in ENGINE_SHAPES], seed)
+    rng = np.random.default_rng(seed + 1)
+    for j, (m, _, n, c0, bf16_out) in enumerate(ENGINE_SHAPES):
+        c = (rng.integers(-1000, 1000, (m, n), dtype=np.int32) if fmt == "int8"
+             else rng.standard_normal((m, n)).astype(np.float32)) if c0 else None
+        jobs[j] = dataclasses.replace(jobs[j], c=c, out="bf16" if bf16_out and fmt != "int8" else "fp32")
+    specs, arrays = bench_jobs(jobs, fmt)
+    stored_rows = stored_rows_for(specs, cfg)
+    key = hashlib.sha256(repr((cfg, specs)).encode() + b"".join(arrays[k].tobytes() for k in sorted(arrays)))
+    home = build_root() / "mutation-engine" / key.hexdigest()[:16]  # the hardware and the operands
+    home.mkdir(parents=True, exist_ok=True)
+    expect = home / "expect.json"
+    if not expect.is_file():  # the original design, checked against the golden model once
+        results, _ = run_gemms(jobs, cfg, memory="hdl", progress=False)
+        check_bitexact(jobs, results, cfg)
+        expect.write_text(json.dumps([{"status": r.status, "cycles": r.cycles, "perf": r.perf, "bits": _digest(r.bits)}
+                                      for r in results]))
+    np.savez(home / "jobs.npz", **arrays)
+    conf = GemmTbConfig(engine=cfg, jobs=specs, out_npz="{scratch}/out.npz", jobs_npz=str(home / "jobs.npz"),
+                        timeout_cycles=default_timeout(specs, cfg), stored_rows=stored_rows)
+    env = {**conf.env(), "MXU_MUTATE_EXPECT": str(expect)}
+    module = f"gemm_sim.top.engine.{name}" if name else "gemm_sim.top.engine"
+
+    def design() -> tuple[str, str]:
+        import os
+
+        from amaranth.back import rtlil
+
+        os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+        # built as verif.hdl.gemm_sim_top.gemm_sim_verilog builds it, so the module's ports are the same
+        top = GEMMSimTop(cfg, stored_rows=stored_rows, fill=FILL, pe_blackbox=True, row_name="gemm_sim_row",
+                         hbm_name="gemm_sim_hbm", checker_name="gemm_sim_chk")
+        return "rtlil", rtlil.convert(top, name="gemm_sim", emit_src=True)
+
+    def context(work: Path) -> list[Path]:  # the simulation top without the mutated module
+        out = work / "context.v"
+        if not out.is_file():
+            out.write_text(_without_module(sim_top_verilog(cfg, stored_rows).read_text(), module))
+        return [out]
+
+    return Target(f"engine-{name.replace('_', '-')}" if name else "engine", module, design,
+                  (TestRun("gemms", "verif.tb.gemm_fast_tb", env, check="sim.mutate_targets:check_gemms"),),
+                  config={**cfg.mxu.as_dict(), "pseudo_channels": cfg.hbm.pseudo_channels,
+                          "shapes": [list(s) for s in ENGINE_SHAPES]},
+                  sim_top="gemm_sim", context=context)
+
+
+def _digest(bits) -> str:
+    import hashlib
+
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(bits).tobytes()).hexdigest()
+
+
+def _without_module(text: str, module: str) -> str:
+    """Verilog ``text`` without the definition of ``module`` (Yosys writes ``module \\a.b (`` for a
+    name with dots).
+
+    Raises:
+        ValueError: ``text`` does not define ``module`` exactly once.
+    """
+    import re
+
+    heads = [mo.start() for mo in re.finditer(rf"^module \\?{re.escape(module)} ?\(", text, re.M)]
+    if len(heads) != 1:
+        raise ValueError(f"the simulation top defines module {module} {len(heads)} times, not once")
+    end = text.index("endmodule", heads[0]) + len("endmodule")
+    return text[:heads[0]] + text[end:]
+
+
+def check_gemms(env: dict[str, str], scratch: Path) -> str | None:
+    """The GEMM bench's results (``scratch/out.npz``) against the original design's
+    (``env["MXU_MUTATE_EXPECT"]``): None, or the first difference (bits, STATUS, CYCLES, counters)."""
+    import numpy as np
+
+    want = json.loads(Path(env["MXU_MUTATE_EXPECT"]).read_text())
+    out = np.load(scratch / "out.npz")
+    for j, w in enumerate(want):
+        bits = out.get(f"d{j}")
+        got = {"bits": None if bits is None else _digest(bits), "status": int(out[f"status{j}"]),
+               "cycles": int(out[f"cycles{j}"]), "perf": {k: int(out[f"{k}{j}"]) for k in w["perf"]}}
+        for key in ("bits", "status", "cycles", "perf"):
+            if got[key] != w[key]:
+                return f"GEMM {j}: {key} " + ("differ" if key == "bits" else f"{got[key]} instead of {w[key]}")
+    return None
+
+
 #: block name -> (what it is for --help, the option names it takes, the target factory)
 BLOCKS: dict[str, tuple[str, tuple[str, ...], Callable[[dict, int], Target]]] = {
     "mac": ("one MAC (multiply, fp32 add)", ("fmt", "subnormals", "stages"), _mac),
@@ -159,6 +295,11 @@ BLOCKS: dict[str, tuple[str, tuple[str, ...], Callable[[dict, int], Target]]] = 
     "mxu": ("the systolic array (default 8x8)", ("rows", "cols", "fmt", "subnormals", "stages"), _mxu),
     "hbm-channel": ("one HBM2 pseudo-channel controller (small geometry, queue 8, refresh and age stress)", (),
                     _hbm_channel),
+    "engine": ("the whole GEMM engine, MXU included (default 4x4 bf16)", ("rows", "cols", "fmt", "subnormals",
+                                                                        "stages"), _engine_component("")),
+    **{f"engine-{c.replace('_', '-')}": (f"the GEMM engine's {c.replace('_', ' ')} (default 4x4 bf16)",
+                                         ("rows", "cols", "fmt", "subnormals", "stages"), _engine_component(c))
+       for c in ENGINE_COMPONENTS},
 }
 
 

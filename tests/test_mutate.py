@@ -12,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from sim import formal, mutate
+from sim import formal, mutate, mutate_targets
 from sim.mutate_targets import BLOCKS, target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,51 @@ def test_selector_becomes_a_register_set_from_the_command_line():
     )
     with pytest.raises(RuntimeError, match="no mutsel input port"):
         mutate._selector_from_plusarg(text.replace("mutsel", "other"), "mac", 3)
+
+
+def test_selector_keeps_escaped_port_names_apart_from_their_commas():
+    """A module inside a hierarchy (an engine component) has a name with dots and ports like
+    ``\\port$1$0``: an escaped identifier ends at white space, so the comma after it needs its space
+    (without it, ``\\port$1$0,`` swallowed the next port and Verilator saw every port twice)."""
+    text = (
+        "module \\top.engine.feeder (\\port$1$0 , a, mutsel);\n  output \\port$1$0 ;\n  wire \\port$1$0 ;\n"
+        "  input a;\n  wire a;\n  input mutsel;\n  wire mutsel;\n  assign \\port$1$0  = mutsel ? a : ~a;\nendmodule\n"
+    )
+    out = mutate._selector_from_plusarg(text, "top.engine.feeder", 1)
+    assert out.startswith("module \\top.engine.feeder (\\port$1$0 , a);\n")
+    assert "  reg mutsel;\n  initial begin\n" in out and "input mutsel" not in out and "wire mutsel" not in out
+
+
+def test_engine_components_are_blocks_and_leave_their_module_out_of_the_context():
+    assert [b for b in BLOCKS if b.startswith("engine")] == ["engine"] + [
+        f"engine-{c.replace('_', '-')}" for c in mutate_targets.ENGINE_COMPONENTS
+    ]
+    text = "module a(x);\nendmodule\nmodule \\top.engine.feeder (y);\n  wire y;\nendmodule\nmodule b(z);\nendmodule\n"
+    assert (
+        mutate_targets._without_module(text, "top.engine.feeder")
+        == "module a(x);\nendmodule\n\nmodule b(z);\nendmodule\n"
+    )
+    with pytest.raises(ValueError, match="defines module top.engine.csr 0 times, not once"):
+        mutate_targets._without_module(text, "top.engine.csr")
+
+
+def test_gemm_check_names_the_first_difference(tmp_path):
+    """The engine blocks' check: a mutant's GEMM results against the original design's, field by field."""
+    import hashlib
+
+    bits = np.arange(6, dtype=np.uint32).reshape(2, 3)
+    want = [{"status": 2, "cycles": 100, "perf": {"perf_feed": 7}, "bits": hashlib.sha256(bits.tobytes()).hexdigest()}]
+    (tmp_path / "expect.json").write_text(json.dumps(want))
+    env = {"MXU_MUTATE_EXPECT": str(tmp_path / "expect.json")}
+
+    def out(d, cycles=100, feed=7):
+        np.savez(tmp_path / "out.npz", d0=d, status0=np.array(2), cycles0=np.array(cycles), perf_feed0=np.array(feed))
+        return mutate_targets.check_gemms(env, tmp_path)
+
+    assert out(bits) is None
+    assert out(bits ^ 1) == "GEMM 0: bits differ"
+    assert out(bits, cycles=101) == "GEMM 0: cycles 101 instead of 100"
+    assert out(bits, feed=8) == "GEMM 0: perf {'perf_feed': 8} instead of {'perf_feed': 7}"
 
 
 def test_selector_width():
