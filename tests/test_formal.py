@@ -12,6 +12,9 @@ with a credit that overflows and one that answers with the wrong tag."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.lib import fifo, stream, wiring
@@ -24,6 +27,7 @@ from hw.hbm.request_queue import RequestQueue
 from hw.mxu import MXU, MXUConfig
 from sim import formal
 from verif.hbm_sim import STRESS
+from verif.hdl import fifo_order, queue_order, response_order
 from verif.hdl.fifo_order import FIFOOrder, design_fifos
 from verif.hdl.queue_order import QueueOrder
 from verif.hdl.response_order import ResponseOrder
@@ -147,6 +151,17 @@ def test_a_commit_too_early_is_refused(tmp_path):
     assert "Assert failed in top: " in log and "weight_tiles.py" in log  # the tile assertion, not another
 
 
+def _refused_by(result: dict, tmp_path, harness, message: str) -> None:
+    """The proof failed, and the first failed assertion is the one of ``harness`` (a module) that
+    carries ``message`` (on the ``Assert(`` line or the line after it)."""
+    assert result["verdict"] == "failed", result
+    hit = re.search(r"Assert failed in top: (\S+):(\d+)", (tmp_path / "bmc" / "logfile.txt").read_text())
+    source = Path(harness.__file__)
+    assert hit and Path(hit[1]).name == source.name, hit
+    line = int(hit[2])
+    assert message in "\n".join(source.read_text().splitlines()[line - 1 : line + 1]), (line, message)
+
+
 # ---------------------------------------------------------------- the HBM request queue
 def _queue_config(depth: int) -> HBMConfig:
     """A small queue for the proofs: 2 rows of 2 columns (every bank field still decoded), tags of 3
@@ -220,10 +235,7 @@ def test_broken_request_queues_are_refused(flawed, prop, message, tmp_path):
     """Each property refuses a queue broken its way, with its own assertion (a proof that cannot fail
     is caught)."""
     result = formal.prove(QueueOrder(flawed(_queue_config(4)), (prop,)), tmp_path, QUEUE_DEPTH, induction=False)
-    assert result["verdict"] == "failed", result
-    log = (tmp_path / "bmc" / "logfile.txt").read_text()
-    assert "Assert failed in top: " in log and "queue_order.py" in log
-    assert message in (tmp_path / "top.il").read_text()
+    _refused_by(result, tmp_path, queue_order, message)
 
 
 def test_queue_harness_errors():
@@ -280,10 +292,7 @@ def test_read_path_answers_every_rd_once_in_order(tmp_path):
 )
 def test_broken_read_paths_are_refused(flawed, message, tmp_path):
     result = formal.prove(ResponseOrder(flawed(STRESS)), tmp_path, RESPONSE_DEPTH, induction=False)
-    assert result["verdict"] == "failed", result
-    log = (tmp_path / "bmc" / "logfile.txt").read_text()
-    assert "Assert failed in top: " in log and "response_order.py" in log
-    assert message in (tmp_path / "top.il").read_text()
+    _refused_by(result, tmp_path, response_order, message)
 
 
 # ---------------------------------------------------------------- the design's FIFOs
@@ -354,10 +363,7 @@ def test_design_fifo_keeps_order_and_loses_nothing(kind, tmp_path):
 )
 def test_broken_fifos_are_refused(flawed, message, tmp_path):
     result = _fifo_proof(flawed(width=8, depth=4), tmp_path, cover=False)
-    assert result["verdict"] == "failed", result
-    log = (tmp_path / "bmc" / "logfile.txt").read_text()
-    assert "Assert failed in top: " in log and "fifo_order.py" in log
-    assert message in (tmp_path / "top.il").read_text()
+    _refused_by(result, tmp_path, fifo_order, message)
 
 
 def test_fifo_harness_errors():
