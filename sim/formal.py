@@ -233,7 +233,8 @@ def prove(
         from the initial state), ``failed`` (a trace that breaks an assertion: in ``work``),
         ``unknown`` (time limit or tool error). With ``cover_depth`` > 0 also ``"covered"``: whether
         every ``Cover`` of the component is reached within that many cycles (a proof whose
-        assumptions exclude every interesting trace would be vacuous).
+        assumptions exclude every interesting trace would be vacuous; None when the proof did not
+        hold).
     """
     import time
 
@@ -256,8 +257,8 @@ def prove(
         bmc = sby("bmc", depth)
         result = {"verdict": {"PASS": "bounded", "FAIL": "failed"}.get(bmc, "unknown"), "depth": depth,
                   "mode": "bmc", "induction": verdict}
-    if cover_depth and result["verdict"] in ("proven", "bounded"):
+    if cover_depth:  # None when the assertions did not hold: a comparison then shows the verdict
         # every Cover reached within cover_depth cycles: the assertions constrain real traces
-        result["covered"] = sby("cover", cover_depth) == "PASS"
+        result["covered"] = sby("cover", cover_depth) == "PASS" if result["verdict"] in ("proven", "bounded") else None
     result["seconds"] = round(time.perf_counter() - t0, 1)
     return result
