@@ -404,8 +404,9 @@ def bank_sweep(config: HBMConfig, rng: np.random.Generator, fill: int = 24, writ
 def act_windows(config: HBMConfig, rng: np.random.Generator, rounds: int = 24, pc: int = 0) -> list[Request]:
     """``rounds`` rounds that each put a pause inside a tFAW window: one request to a bank (an ACT),
     0 to 6 row hits behind it to the same row (column commands, no ACT: a pause of about two cycles
-    each before the next ACT), then one request to each of five other banks on rows they do not
-    have open (a burst of ACTs, each behind its PRE). Every window slot meets a window whose first
+    each before the next ACT), then one request to each of five other banks on a random row (a burst
+    of ACTs, each behind its PRE where the bank is open on another row; a bank already open on that
+    row takes no ACT). Every window slot meets a window whose first
     ACT came early and whose last four came at tRRD: the fifth ACT waits for the window of the
     first, the sixth for that of the second, not for its tRRD behind the fifth. A continuous ACT
     burst (after a refresh, or :func:`bank_sweep`'s) never tells those apart."""
