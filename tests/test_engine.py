@@ -310,3 +310,20 @@ def test_group_starts_while_its_initial_c_loads():
     res = run_engine_amaranth(cfg, jobs, seed=5, stall_p=0.5)
     check(cfg, jobs, res)
     assert (res[0]["cycles"], res[0]["perf"]["PERF_WAIT_ACC"]) == (906, 44), res[0]["perf"]
+
+
+def test_a_group_waits_for_its_own_start_not_the_banks_old_ready():
+    """A bank stays READY for its old group until the collector writes that group's last output
+    beat, the array's latency after the feeder's last beat of it. 4x4 bf16, 8-row m-blocks, 16
+    accumulator entries, 16x3x9 with C0 (no memory stalls): the groups alternate between two n-blocks
+    (bank 0) and one (bank 1); the feeder finished the one-n-block group, 8 beats, inside the array's
+    latency and fed the next group's first rows in bank 0 from the old group's entries, before
+    that group's C0 was loaded: its C0 beats later overwrote the results (rows 8 and 9 of the
+    first n-block read back C0 alone). The feeder now waits until the C0 loader has started the
+    group; the wait counts as PERF_WAIT_ACC."""
+    cfg = EngineConfig(mxu=MXUConfig(rows=4, cols=4), hbm=HBM1, m_block=8, acc_entries=16, a_buffer_bytes=256)
+    rng = np.random.default_rng(1)
+    jobs = [random_job(rng, "bf16", 16, 3, 9, load_c=True), random_job(rng, "bf16", 40, 3, 4, load_c=True)]
+    res = run_engine_amaranth(cfg, jobs, seed=1, stall_p=0.0)
+    check(cfg, jobs, res)
+    assert [(r["cycles"], r["perf"]["PERF_WAIT_ACC"]) for r in res] == [(133, 27), (103, 14)], [r["perf"] for r in res]

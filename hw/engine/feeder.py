@@ -21,9 +21,11 @@ class Feeder(EnginePart):
 
     A beat waits until its A chunk is stored (the bank ``full``, or the bank being stored has
     ``progress`` past the chunk's beats), its accumulator bank is READY (or, in k-block 0 while the
-    bank's C0 loads, the C0 row is stored) and, for kb >= 1, the output it continues has been written
-    back (``wcount``). Two stages: the position with the accumulator read (address registered in the
-    memory), then the beat. The A bank is read a cycle ahead: its address is the position the next
+    bank's C0 loads, the C0 row is stored) and the C0 loader has started the group (a bank stays READY
+    for its old group until the collector writes that group's last output beat, which can be after
+    the feeder has finished the next, short group in the other bank) and, for kb >= 1, the output
+    it continues has been written back (``wcount``). Two stages: the position with the accumulator
+    read (address registered in the memory), then the beat. The A bank is read a cycle ahead: its address is the position the next
     cycle will hold, so the chunk is at the memory's output while its position is decided and is
     taken into a register with the position (the A operands reach the MXU's first multipliers from
     flip-flops, not through the block RAM's clock-to-out). The A loader's ``full`` / ``progress`` are
@@ -35,7 +37,8 @@ class Feeder(EnginePart):
         a_full: In(2), a_store_bank: In(1), a_progress: In(D): from the A loader.
         a_rd_addr: Out(lg(ABUF_DEPTH) + 1), a_rd_en: Out(1), a_rd_data: In(NSUB * 256): A bank read.
         acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks;
-        c0_bank: In(1), c0_row: In: where the C0 loader's store side is.
+        c0_bank: In(1), c0_row: In: where the C0 loader's store side is; c0_start: In(1): the C0
+            loader starts a group (strobe).
         acc_rd_addr: Out, acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)): accumulator read.
         act: Out(stream.Signature(R * w + 32 * C + 1)): the beat ``Cat(a, c, swap)`` (the MXU's
             activation stream).
@@ -54,7 +57,7 @@ class Feeder(EnginePart):
             "a_full": In(2), "a_store_bank": In(1), "a_progress": In(g.D),
             "a_rd_addr": Out(lg(g.ABUF_DEPTH) + 1), "a_rd_en": Out(1), "a_rd_data": In(g.NSUB * BEAT_BYTES * 8),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
-            "c0_bank": In(1), "c0_row": In(range(g.m_block + 1)),
+            "c0_bank": In(1), "c0_row": In(range(g.m_block + 1)), "c0_start": In(1),
             "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
             "act": Out(stream.Signature(g.R * g.w + entry + 1)),
             "free": Out(1), "free_bank": Out(1), "why": Out(Why),
@@ -95,6 +98,9 @@ class Feeder(EnginePart):
         # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
         acc_ok = ((f_state == AccState.READY)
                   | ((f_kb == 0) & (f_state == AccState.LOADING) & (self.c0_bank == f_cbank) & (self.c0_row > f_i)))
+        # groups the C0 loader has started and the feeder not finished (0, 1 or 2: two banks)
+        f_started = Signal(2)
+        acc_ok = acc_ok & (f_started != 0)
         ok = Signal()
         m.d.comb += ok.eq(self.run & fd.ok & ~fd.fin & a_ok & acc_ok & ((f_kb == 0) | (f_w > f_q1)))
 
@@ -155,6 +161,9 @@ class Feeder(EnginePart):
                     with m.If(fd.last_group):
                         m.d.comb += [n_abank.eq(~f_abank), n_aok.eq(aok_other)]
         m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]
+        m.d.sync += f_started.eq(f_started + self.c0_start - (fire & group_end))
+        with m.If(self.go):
+            m.d.sync += f_started.eq(0)
 
         # the reason for an empty cycle, registered with the stage (so it lines up with the cycle)
         why = Mux(~self.run, Why.SETUP, Mux(fd.fin, Why.DRAIN, Mux(~a_ok, Why.A, Mux(~acc_ok, Why.ACC, Why.DEP))))
