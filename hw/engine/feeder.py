@@ -22,14 +22,15 @@ class Feeder(EnginePart):
     A beat waits until its A chunk is stored (the bank ``full``, or the bank being stored has
     ``progress`` past the chunk's beats), its accumulator bank is READY (or, in k-block 0 while the
     bank's C0 loads, the C0 row is stored) and the C0 loader has started the group (a bank stays READY
-    for its old group until the collector writes that group's last output beat, which can be after
-    the feeder has finished the next, short group in the other bank) and, for kb >= 1, the output
-    it continues has been written back (``wcount``). Two stages: the position with the accumulator
-    read (address registered in the memory), then the beat. The A bank is read a cycle ahead: its address is the position the next
-    cycle will hold, so the chunk is at the memory's output while its position is decided and is
-    taken into a register with the position (the A operands reach the MXU's first multipliers from
-    flip-flops, not through the block RAM's clock-to-out). The A loader's ``full`` / ``progress`` are
-    seen a cycle late for it, so a chunk stored at a clock edge is not read at that same edge.
+    for its old group until the collector writes that group's last output beat, which can be after the
+    feeder has finished the next, short group in the other bank) and, for kb >= 1, the output it
+    continues has been written back (``wcount``). Two stages: the position with the accumulator read
+    (address registered in the memory), then the beat. The A bank is read a cycle ahead: its address is
+    the position the next cycle will hold, so the chunk is at the memory's output while its position is
+    decided and is taken into a register with the position (the A operands reach the MXU's first
+    multipliers from flip-flops, not through the block RAM's clock-to-out). The A loader's ``full`` /
+    ``progress`` are seen a cycle late for it, so a chunk stored at a clock edge is not read at that
+    same edge.
 
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
