@@ -137,30 +137,57 @@ def equivalent(
     """Whether the design ``prepped`` (flattened RTLIL, module ``top``) and its mutant (the Yosys
     ``mutate`` arguments ``mutation``) have the same outputs for every input sequence.
 
-    Three tries, cheapest first:
+    A bounded model check first, then two proofs:
 
-    1. Yosys's equivalence proof (``equiv_make``; ``equiv_simple`` and ``equiv_induct``, then with
-       ``-seq depth`` for the cells still unproven; at most ``bmc_timeout_s`` seconds) with every
-       named wire of the two designs
-       paired: when every pair is proven, the outputs are equal at every cycle (an induction proof,
-       not bounded).
-    2. The same with only ports and register outputs paired (a change masked before the next
-       register leaves no named wire different).
-    3. A bounded model check of the miter (``miter -equiv``: the same inputs, ``rst`` included, into
+    1. A bounded model check of the miter (``miter -equiv``: the same inputs, ``rst`` included, into
        both, both starting from the same state; an assertion that every output is equal, a stream's
        payload only while its valid is high) with SymbiYosys and Yices to ``depth`` cycles
        from the initial state, at most ``bmc_timeout_s`` seconds: a failed assertion is a
-       distinguishing input sequence (the trace is in ``work``).
+       distinguishing input sequence (the trace is in ``work``), and the answer. Most mutants
+       that reach this check differ, and the check finds their input sequence in seconds, where
+       the proofs below run to their time limit first.
+    2. Yosys's equivalence proof (``equiv_make``; ``equiv_simple`` and ``equiv_induct``, then with
+       ``-seq depth`` for the cells still unproven; at most ``bmc_timeout_s`` seconds) with every
+       named wire of the two designs paired: when every pair is proven, the outputs are equal at
+       every cycle (an induction proof, not bounded).
+    3. The same with only ports and register outputs paired (a change masked before the next
+       register leaves no named wire different).
 
     Returns:
         ``(True, how)``: equivalent (proven, or no difference within ``depth`` cycles);
         ``(False, how)``: a distinguishing input sequence exists;
-        ``(None, how)``: undecided (the bounded check ran out of time, or a tool failed).
+        ``(None, how)``: undecided (the bounded check ran out of time or a tool failed, and no
+        proof closed).
     """
     work.mkdir(parents=True, exist_ok=True)
     # YoWASP's Yosys sees the folder it runs in and those below: a relative path
     design = os.path.relpath(prepped.resolve(), work.resolve())
     seq = max(1, depth)
+    bounded = None
+    if depth >= 1:
+        (work / "views.v").write_text(_stream_views(prepped, top))
+        # Both copies start from one state: registers that Amaranth gives no initial value (a
+        # memory's read register, split out by memory_nordff) start at 0 in both, as in Verilator,
+        # instead of at two independent arbitrary values, which would tell the copies apart at cycle 0.
+        rc, _ = _yosys(
+            work,
+            "miter",
+            _pair(design, top, mutation) + "memory_nordff\nsetundef -zero -undriven -init\nread_verilog views.v\n"
+            "miter -equiv -flatten -make_assert -ignore_gold_x gold_view gate_view miter\n"
+            "hierarchy -top miter\nwrite_rtlil miter.il\n",
+        )
+        if rc != 0:
+            bounded = f"the miter did not build (see {work / 'miter.log'})"
+        else:
+            sby = (
+                f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
+                "[script]\nread_rtlil miter.il\nprep -top miter\n"
+            )
+            verdict = run_sby(work, "bmc", sby, {"miter.il": work / "miter.il"}, timeout_s=bmc_timeout_s)
+            if verdict == "FAIL":
+                return False, f"an input sequence tells it apart within {depth} cycles (trace in {work / 'bmc'})"
+            bounded = (f"no difference within {depth} cycles (bounded model check, SymbiYosys + Yices)"
+                       if verdict == "PASS" else f"the bounded check to {depth} cycles ended {verdict}")
     for name, match in _MATCH.items():
         # equiv_make takes no memories: they become registers and logic first
         rc, out = _yosys(
@@ -178,31 +205,11 @@ def equivalent(
         )
         if rc == 0 and "Equivalence successfully proven!" in out:
             return True, f"proven equivalent (Yosys equiv_simple/equiv_induct -seq {seq}, {name} wires paired)"
-    if depth < 1:
+    if bounded is None:
         return None, "not proven equivalent"
-    (work / "views.v").write_text(_stream_views(prepped, top))
-    # Both copies start from one state: registers that Amaranth gives no initial value (a memory's
-    # read register, split out by memory_nordff) start at 0 in both, as in Verilator, instead of
-    # at two independent arbitrary values, which would tell the copies apart at cycle 0.
-    rc, _ = _yosys(
-        work,
-        "miter",
-        _pair(design, top, mutation) + "memory_nordff\nsetundef -zero -undriven -init\nread_verilog views.v\n"
-        "miter -equiv -flatten -make_assert -ignore_gold_x gold_view gate_view miter\n"
-        "hierarchy -top miter\nwrite_rtlil miter.il\n",
-    )
-    if rc != 0:
-        return None, f"the miter did not build (see {work / 'miter.log'})"
-    sby = (
-        f"[options]\nmode bmc\ndepth {depth}\n\n[engines]\nsmtbmc yices\n\n"
-        "[script]\nread_rtlil miter.il\nprep -top miter\n"
-    )
-    verdict = run_sby(work, "bmc", sby, {"miter.il": work / "miter.il"}, timeout_s=bmc_timeout_s)
-    if verdict == "PASS":
-        return True, f"no difference within {depth} cycles (bounded model check, SymbiYosys + Yices)"
-    if verdict == "FAIL":
-        return False, f"an input sequence tells it apart within {depth} cycles (trace in {work / 'bmc'})"
-    return None, f"not proven equivalent; the bounded check to {depth} cycles ended {verdict}"
+    if bounded.startswith("no difference"):
+        return True, bounded
+    return None, f"not proven equivalent; {bounded}"
 
 
 def prove(

@@ -16,8 +16,9 @@ The flow follows YosysHQ's mcy:
    the first failing test kills it; a mutant that runs past the limit (a deadlock) is killed by
    timeout; one that passes every test survived.
 5. Each survivor is checked for equivalence with the original (:func:`sim.formal.equivalent`):
-   a miter of the two designs, bounded model check to a stated depth with SymbiYosys and Yices. An
-   equivalent mutant changes no observable behaviour within that depth and is left out of the score.
+   a miter of the two designs, bounded model check to a stated depth with SymbiYosys and Yices,
+   then Yosys's equivalence proofs. An equivalent mutant changes no observable behaviour within
+   that depth (or at all, when a proof closes) and is left out of the score.
 
 Score = (killed + timeout) / (mutants - equivalent).
 
