@@ -158,16 +158,46 @@ def _hbm_channel(options: dict, seed: int) -> Target:
 ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor", "feeder", "perf", "sequencer",
                      "weight_loader", "write_address", "write_data")
 
-#: the engine regression's GEMMs (M, K, N, initial C, bf16 result): edges of every loop (partial
-#: tiles and m-blocks, K < R, N < C, several groups), an initial C and a bf16 result
-ENGINE_SHAPES = ((33, 65, 17, True, False), (9, 8, 40, False, False), (17, 33, 65, False, True),
-                 (40, 3, 9, True, False), (1, 24, 5, False, False))
+#: the engine regression's GEMMs (M, K, N, initial C, bf16 result) on :func:`engine_stress_config`:
+#: edges of every loop (partial tiles and m-blocks, K < R, N < C, several groups of n-blocks), many
+#: m-blocks (past the sequencer's 8-entry table), one row per m-block (the K-chain dependency), K at
+#: the A bank's limit, an initial C and a bf16 result
+ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
+                 (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
+                 (3, 128, 3, True, True))
+
+
+def engine_stress_config(**options):
+    """The engine the ``engine`` mutation blocks mutate: the array of ``options`` (``rows``, ``cols``,
+    ``fmt``, ``subnormals``, ``stages``; default 4x4 bf16) with the smallest buffers, so that every
+    readiness rule binds: 8-row m-blocks, 16 accumulator entries, the smallest A buffer (a power of
+    two, >= 256 bytes) holding the longest K of :data:`ENGINE_SHAPES`; one pseudo-channel refreshing
+    every 400 cycles (tRFC 60 cycles, as the HBM stress configuration), so that the A, B and C0
+    streams stall and the feeder and loaders wait on each other.
+
+    Raises:
+        TypeError, ValueError: a bad option (:meth:`hw.engine.EngineConfig.from_options`).
+    """
+    from dataclasses import replace
+
+    from hw.engine import EngineConfig
+
+    k = max(s[1] for s in ENGINE_SHAPES)
+    a_bytes = 256
+    while True:
+        cfg = EngineConfig.from_options(**{"rows": 4, "cols": 4, "fmt": "bf16", **options, "pseudo_channels": 1,
+                                           "m_block": 8, "acc_entries": 16, "a_buffer_bytes": a_bytes})
+        if cfg.max_k >= k:
+            break
+        a_bytes *= 2
+    timing = replace(cfg.hbm.timing, tRFC=60, tREFI=400)
+    return replace(cfg, hbm=replace(cfg.hbm, timing=timing))
 
 
 def _engine_component(name: str):
     def make(options: dict, seed: int) -> Target:
-        """One component of the GEMM engine (``name``; "": the whole engine), default 4x4 bf16 on two
-        pseudo-channels, mutated inside the GEMM simulation top (engine, HBM controller, HDL device
+        """One component of the GEMM engine (``name``; "": the whole engine) of
+        :func:`engine_stress_config`, mutated inside the GEMM simulation top (engine, HBM controller, HDL device
         models and JEDEC checkers): the transaction-level bench (``verif.tb.gemm_fast_tb``) runs
         :data:`ENGINE_SHAPES` back to back, and each result's bits, STATUS, CYCLES and performance
         counters must be the original design's, which match the golden model (checked once, when
@@ -183,7 +213,6 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
 
     import numpy as np
 
-    from hw.engine import EngineConfig
     from sim.gemm import (
         bench_jobs,
         check_bitexact,
@@ -198,7 +227,7 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
     from verif.hdl.gemm_sim_top import GEMMSimTop
     from verif.tb.base import GemmTbConfig
 
-    cfg = EngineConfig.from_options(**{"rows": 4, "cols": 4, "fmt": "bf16", **options})
+    cfg = engine_stress_config(**options)
     fmt = cfg.mxu.fmt
     jobs = random_jobs(fmt, [s[:3] for s in ENGINE_SHAPES], seed)
     rng = np.random.default_rng(seed + 1)
@@ -242,8 +271,7 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
 
     return Target(f"engine-{name.replace('_', '-')}" if name else "engine", module, design,
                   (TestRun("gemms", "verif.tb.gemm_fast_tb", env, check="sim.mutate_targets:check_gemms"),),
-                  config={**cfg.mxu.as_dict(), "pseudo_channels": cfg.hbm.pseudo_channels,
-                          "shapes": [list(s) for s in ENGINE_SHAPES]},
+                  config={**cfg.as_dict(), "shapes": [list(s) for s in ENGINE_SHAPES]},
                   sim_top="gemm_sim", context=context)
 
 
