@@ -4,8 +4,9 @@ A GEMM's matrices live row-major in the HBM address space. :func:`layout` places
 4 KiB-aligned regions with row strides rounded up to 32 B (the engine's alignment rule) plus an
 optional number of extra bytes per row (``pad_bytes``, a multiple of 32: tests use it to prove the
 engine never reads or writes outside a row). Bytes of memory that no matrix element occupies hold
-``FILL`` (0x5A: a bf16 0x5A5A is about 1.5e16 and an fp32 0x5A5A5A5A is finite and large), so a
-padding element that leaked into a result would change it.
+``FILL`` (0x7F: a NaN as bf16 0x7F7F, fp8 0x7F of either format and fp32 0x7F7F7F7F; 127 as int8),
+so a padding element that leaked into a result would change it, even one multiplied by a padding
+zero of the other operand (NaN x 0 is NaN; a finite fill times 0 left no trace).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hw.engine.csr import REG
 __all__ = ["FILL", "Layout", "layout", "check_gemm", "engine_error", "poke_matrix", "peek_matrix", "check_untouched",
            "register_writes", "drain_cycles", "POLL_CYCLES"]
 
-FILL = 0x5A
+FILL = 0x7F
 BEAT = 32
 
 
