@@ -4,7 +4,7 @@ A GEMM's matrices live row-major in the HBM address space. :func:`layout` places
 4 KiB-aligned regions with row strides rounded up to 32 B (the engine's alignment rule) plus an
 optional number of extra bytes per row (``pad_bytes``, a multiple of 32: tests use it to prove the
 engine never reads or writes outside a row). Bytes of memory that no matrix element occupies hold
-``FILL`` (0x7F: a NaN as bf16 0x7F7F, fp8 0x7F of either format and fp32 0x7F7F7F7F; 127 as int8),
+``FILL`` (0xFF: a NaN as bf16 0xFFFF, fp32 0xFFFFFFFF and fp8 0xFF of either format; -1 as int8),
 so a padding element that leaked into a result would change it, even one multiplied by a padding
 zero of the other operand (NaN x 0 is NaN; a finite fill times 0 left no trace).
 """
@@ -20,7 +20,7 @@ from hw.engine.csr import REG
 __all__ = ["FILL", "Layout", "layout", "check_gemm", "engine_error", "poke_matrix", "peek_matrix", "check_untouched",
            "register_writes", "drain_cycles", "POLL_CYCLES"]
 
-FILL = 0x7F
+FILL = 0xFF
 BEAT = 32
 
 
