@@ -161,11 +161,13 @@ ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor"
 #: the engine regression's GEMMs (M, K, N, initial C, bf16 result) on :func:`engine_stress_config`:
 #: edges of every loop (partial tiles and m-blocks, K < R, N < C, several groups of n-blocks), many
 #: m-blocks (past the sequencer's 8-entry table), one row per m-block (the K-chain dependency), K at
-#: the A bank's limit, K of every residue mod 4, groups of 5 and of 16 n-blocks, 256 n-blocks, an
-#: initial C and a bf16 result
+#: the A bank's limit, K of every residue mod 4, groups of 5 and of 16 n-blocks, 256 and 400 n-blocks
+#: (the n-block counters' bits 7 and 8), groups cut below the K-chain's n-blocks (4 rows: 4 n-blocks
+#: per group where the dependency spans 7), an initial C and a bf16 result
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
-                 (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False))
+                 (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),
+                 (4, 8, 40, False, False), (1, 4, 1600, False, False))
 
 
 def engine_stress_config(**options):
