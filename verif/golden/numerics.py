@@ -239,6 +239,31 @@ def mac(acc, a, b, *, subnormals: str = "ftz") -> np.ndarray:
         acc64, a64, b64 = _daz(acc64), _daz(a64), _daz(b64)
     with np.errstate(all="ignore"):
         p = a64 * b64  # exact: 16-bit significand, exponent >= -266
+    return _round_sum(acc64, p, subnormals)
+
+
+def add(x, y, *, subnormals: str = "ftz") -> np.ndarray:
+    """Elementwise ``RNE_fp32(x + y)`` of two fp32 arrays with one rounding, in the subnormal mode of
+    :func:`mac` (``"ftz"``: subnormal inputs read as zero of their sign, results below 2**-126 after
+    rounding flushed; IEEE 754-2019 §4.3.1, §7.5): the collectives' reduction step.
+
+    Returns:
+        float32 array; every NaN result is the canonical 0x7FC00000.
+
+    Raises:
+        ValueError: unknown ``subnormals``.
+    """
+    _check_subnormals(subnormals)
+    x64 = np.asarray(x, dtype=np.float32).astype(np.float64)
+    y64 = np.asarray(y, dtype=np.float32).astype(np.float64)
+    if subnormals == "ftz":
+        x64, y64 = _daz(x64), _daz(y64)
+    return _round_sum(x64, y64, subnormals)
+
+
+def _round_sum(acc64: np.ndarray, p: np.ndarray, subnormals: str) -> np.ndarray:
+    """``RNE_fp32(acc64 + p)`` of two float64 arrays that hold fp32 values or exact products."""
+    with np.errstate(all="ignore"):
         s = acc64 + p
         # TwoSum error term: exact when no overflow (|s| < 2**1023 always here).
         bb = s - acc64
