@@ -1,5 +1,6 @@
 """The blocks ``mxu synth`` can take out of context, beyond the MXU, PE and MAC: the HBM controller
-and each of its parts; the GEMM engine, each of its parts, the GEMM top and the board top.
+and each of its parts; the GEMM engine, each of its parts, the GEMM top and the board top; the ICI
+link and its transmitter and receiver.
 
 Each HBM entry builds one Amaranth component from an :class:`~hw.hbm.config.HBMConfig`, each engine
 entry one from an :class:`~hw.engine.EngineConfig` (the board top from a
@@ -12,7 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-__all__ = ["ENGINE_BLOCKS", "HBM_BLOCKS", "engine_block", "hbm_block"]
+__all__ = ["ENGINE_BLOCKS", "HBM_BLOCKS", "ICI_BLOCKS", "engine_block", "hbm_block", "ici_block"]
 
 #: block name -> (module:class under hw.hbm, what it is for --help). The classes are imported only
 #: when a block is built, so the command line starts without Amaranth.
@@ -85,3 +86,24 @@ def engine_block(name: str, config, module_name: str | None = None) -> Callable[
     if name == "engine-perf":
         return make
     return lambda: make(config)
+
+
+#: block name -> (class under hw.ici, what it is for --help): one direction of an inter-chip link
+ICI_BLOCKS: dict[str, tuple[str, str]] = {
+    "ici-channel": ("ICIChannel", "one direction of an ICI link: transmitter, wire (latency registers), receiver"),
+    "ici-transmitter": ("ICITransmitter", "the ICI link's transmitter (packets, CRC-32, replay buffer, credits)"),
+    "ici-receiver": ("ICIReceiver", "the ICI link's receiver (CRC check, ACK/NAK, receive buffer)"),
+}
+
+
+def ici_block(name: str, config) -> Callable[[], object]:
+    """A factory of the ICI block ``name`` (a key of :data:`ICI_BLOCKS`) for ``config`` (an
+    :class:`~hw.ici.ICIConfig`).
+
+    Raises:
+        ValueError: unknown block name.
+    """
+    if name not in ICI_BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(ICI_BLOCKS)}; got {name!r}")
+    component = getattr(importlib.import_module("hw.ici"), ICI_BLOCKS[name][0])
+    return lambda: component(config)

@@ -325,6 +325,22 @@ def synth_cli_files():
             "queue_depth must be an integer from 1 to 256; got 300",
         ),
         (["synth", "--target", "ecp5-85k", "--block", "hbm-bus", "-o", "o"], "argument --block: invalid choice"),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "mxu", "--link-bytes", "8", "-o", "o"],
+            "--link-bytes applies to the ICI blocks (ici-*) only",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "ici-receiver", "--link-bytes", "12", "-o", "o"],
+            "--link-bytes must be a power of two from 4 to 64; got 12",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "ici-channel", "--queue-depth", "4", "-o", "o"],
+            "--queue-depth does not apply to block ici-channel",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "ici-transmitter", "--replay-packets", "6", "-o", "o"],
+            "replay_packets must be a power of two from 2 to 64; got 6",
+        ),
         (["synth", "--target", "xc7a35t", "-o", "o"], "argument --target: invalid choice: 'xc7a35t'"),
         (["synth", "--target", "ecp5-25k", "--rows", "0", "-o", "o"], "argument --rows: must be a positive integer"),
         (["synth", "--target", "ecp5-25k", "--freq", "0", "-o", "o"], "argument --freq: must be a frequency in MHz"),

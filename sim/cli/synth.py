@@ -47,9 +47,9 @@ def add_parser(sub) -> None:
                                    f"Targets: {targets}. Exit status 2 for bad input and for a design that "
                                    "does not fit the part, 1 when a tool fails.")
     s.add_argument("--target", required=True, choices=list(TARGETS), help="FPGA target (part on a board)")
-    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS
+    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS
 
-    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS, *ENGINE_BLOCKS], default=None,
+    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS, *ENGINE_BLOCKS, *ICI_BLOCKS], default=None,
                    help="block to synthesize (default: mxu); "
                         + "; ".join(f"{k}: {what}" for k, (_, what) in HBM_BLOCKS.items()))
     s.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
@@ -72,6 +72,17 @@ def add_parser(sub) -> None:
                           "board (default 2)")
     hbm.add_argument("--hbm-timing", choices=sorted(TIMING_PRESETS), default=None,
                      help="HBM2 timing set (default dramsim3_hbm2)")
+    ici = s.add_argument_group("ICI blocks (ici-*)")
+    ici.add_argument("--link-bytes", type=positive_arg, default=None,
+                     help="link width, bytes per beat: a power of two, 4..64 (default 8)")
+    ici.add_argument("--link-latency", type=positive_arg, default=None,
+                     help="one-way wire latency, cycles, 1..4096 (default 4)")
+    ici.add_argument("--packet-beats", type=positive_arg, default=None, help="payload beats per packet, 1..256 "
+                     "(default 32)")
+    ici.add_argument("--rx-packets", type=positive_arg, default=None,
+                     help="receive buffer in packets (the credits), 2..64 (default 4)")
+    ici.add_argument("--replay-packets", type=positive_arg, default=None,
+                     help="replay buffer in packets, a power of two, 2..64 (default 8)")
     s.add_argument("--freq", type=freq_mhz_arg, default=None, metavar="MHZ",
                    help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
                         "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")
@@ -118,8 +129,13 @@ def _resolve(args) -> tuple:
     from hw.mxu import MXUConfig
     from hw.pe import PE, PEConfig
     from sim import synth
-    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS
+    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS
 
+    if args.block in ICI_BLOCKS:
+        return _resolve_ici(args)
+    for opt in _ICI_OPTIONS:
+        if getattr(args, opt, None) is not None:
+            raise UsageError(f"--{opt.replace('_', '-')} applies to the ICI blocks (ici-*) only")
     if args.block in HBM_BLOCKS:
         return _resolve_hbm(args)
     if args.block in ENGINE_BLOCKS:
@@ -156,6 +172,34 @@ def _resolve(args) -> tuple:
     else:
         factory = lambda: mxu_verilog(cfg, name)  # noqa: E731
     return factory, name, target, cfg, {"block": block, **dataclasses.asdict(cfg)}
+
+
+#: ``mxu synth`` options of the ICI blocks -> ICIConfig field
+_ICI_OPTIONS = {"link_bytes": "beat_bytes", "link_latency": "latency_cycles", "packet_beats": "packet_beats",
+                "rx_packets": "rx_packets", "replay_packets": "replay_packets"}
+
+
+def _resolve_ici(args) -> tuple:
+    """``mxu synth --block ici-*``: one direction of an ICI link or its transmitter or receiver."""
+    from hw.ici import ICIConfig
+    from sim import synth
+    from sim.blocks import ici_block
+
+    for opt, flag in (("rows", "--rows"), ("cols", "--cols"), ("fmt", "--fmt"), ("subnormals", "--subnormals"),
+                      ("stages", "--stages"), ("backpressure", "--no-backpressure"), ("preset", "--preset"),
+                      ("config", "--config"), ("queue_depth", "--queue-depth"),
+                      ("pseudo_channels", "--pseudo-channels"), ("hbm_timing", "--hbm-timing")):
+        if getattr(args, opt) is not None:
+            raise UsageError(f"{flag} does not apply to block {args.block}")
+    name = args.name or args.block.replace("-", "_")
+    check_module_name(name, reserved=(synth.WRAPPER_TOP,))
+    try:
+        cfg = ICIConfig(**{field: getattr(args, opt) for opt, field in _ICI_OPTIONS.items()
+                           if getattr(args, opt) is not None})
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e).replace("beat_bytes", "--link-bytes").replace("latency_cycles", "--link-latency")
+                         ) from None
+    return ici_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, {"block": args.block, **cfg.as_dict()}
 
 
 def _resolve_hbm(args) -> tuple:
