@@ -1,7 +1,7 @@
 """Generated Verilog passes ``verilator --lint-only -Wall`` with no warning but those waived, with
 their reasons, in ``sim/lint_waivers.vlt``: every block (MAC, PE, MXU module by module, HBM
-pseudo-channel controller, HBM controller, GEMM engine, GEMM top, board top), and real defects are
-still reported through the waivers."""
+pseudo-channel controller, HBM controller, GEMM engine, GEMM top, board top, ICI link), and real
+defects are still reported through the waivers."""
 
 import re
 import shutil
@@ -24,6 +24,7 @@ def _blocks():
     from hw.hbm.axi import HBMController
     from hw.hbm.config import COMPRESSED_REFRESH, RAMULATOR2_HBM2, HBMConfig
     from hw.hbm.controller import PseudoChannelController
+    from hw.ici import ICIChannel, ICIConfig
     from hw.pe import PE, PEConfig
     from sim.board import sim_config
 
@@ -42,6 +43,7 @@ def _blocks():
     gemm = EngineConfig.from_options(rows=4, cols=4, pseudo_channels=1, queue_depth=8)
     engine = EngineConfig.from_options(rows=2, cols=2, fmt="int8")
     board = sim_config()
+    ici = ICIConfig(beat_bytes=8, latency_cycles=3, packet_beats=6, rx_packets=3, replay_packets=4)
     return [
         ("mac_bf16_ieee", lambda: MAC(MACConfig("bf16", "ieee", 2)), "mac", ("lint", "mac", "bf16", "ieee")),
         ("mac_fp8", lambda: MAC(MACConfig("fp8_e4m3fn", "ftz", 3)), "mac", ("lint", "mac", "fp8")),
@@ -58,6 +60,7 @@ def _blocks():
         ("engine_int8", lambda: engine_verilog(engine, "engine"), "engine", ("lint", "engine", engine)),
         ("gemm_top", lambda: gemm_top_verilog(gemm, "gemm"), "gemm", ("gemm_top", gemm)),
         ("board_top", lambda: board_top_verilog(board, "board"), "board", ("board_top", board)),
+        ("ici_channel", lambda: ICIChannel(ici), "ici", ("lint", "ici", ici)),
     ]
 
 
