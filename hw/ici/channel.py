@@ -6,7 +6,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import ICIConfig, message_signature
+from .config import ICIConfig, ICIPart, message_signature
 from .receiver import ICIReceiver
 from .transmitter import ICITransmitter
 from .wire import ICIWire
@@ -14,7 +14,7 @@ from .wire import ICIWire
 __all__ = ["ICIChannel"]
 
 
-class ICIChannel(wiring.Component):
+class ICIChannel(ICIPart):
     """An :class:`~hw.ici.transmitter.ICITransmitter` at one node, an :class:`~hw.ici.wire.ICIWire`
     and an :class:`~hw.ici.receiver.ICIReceiver` at the next: messages in at ``inp``, the same
     messages out at ``out``, nothing lost, duplicated or reordered whatever ``flip`` corrupts.
@@ -30,16 +30,13 @@ class ICIChannel(wiring.Component):
         TypeError: ``config`` is not an ICIConfig.
     """
 
-    def __init__(self, config: ICIConfig):
-        if not isinstance(config, ICIConfig):
-            raise TypeError(f"config must be an ICIConfig; got {config!r}")
-        self.config = config
-        super().__init__({
+    def members(self, config: ICIConfig) -> dict:
+        return {
             "inp": In(message_signature(config)), "out": Out(message_signature(config)),
             "flip": In(config.width), "busy": Out(1),
             "tx_packets": Out(32), "replays": Out(16), "timeouts": Out(16),
             "rx_packets": Out(32), "crc_errors": Out(16), "duplicates": Out(16),
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from amaranth.hdl import Cat, Const
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import Out
 
 from hw.config import check_int, check_pow2
 
-__all__ = ["ICIConfig", "HEADER_BITS", "message_signature", "flit_signature", "ack_signature"]
+__all__ = ["ICIConfig", "ICIPart", "HEADER_BITS", "message_signature", "flit_signature", "ack_signature",
+           "buffer_address"]
 
 #: bits of a packet's header beat that carry fields (sequence number, length, end of message); the
 #: rest of the beat is 0, and a receiver refuses a header with another bit set
@@ -64,6 +66,11 @@ class ICIConfig:
         return 8 * self.beat_bytes
 
     @property
+    def beat_index_bits(self) -> int:
+        """Bits of a beat's index inside a packet in the packet buffers (each slot a power of two)."""
+        return max(1, (self.packet_beats - 1).bit_length())
+
+    @property
     def seq_bits(self) -> int:
         """Sequence number bits: twice the replay window, so a duplicate is told from a new packet."""
         return self.replay_packets.bit_length()
@@ -93,3 +100,28 @@ def ack_signature(cfg: ICIConfig) -> wiring.Signature:
     up to ``seq`` is received; NAK: every packet before ``seq`` is, ``seq`` is wanted again), and
     ``credits`` (0 .. 2 receive-buffer slots freed this cycle)."""
     return wiring.Signature({"valid": Out(1), "nak": Out(1), "seq": Out(cfg.seq_bits), "credits": Out(2)})
+
+
+class ICIPart(wiring.Component):
+    """Base of the link's components: checks the configuration and takes the signature from
+    :meth:`members`.
+
+    Raises:
+        TypeError: ``config`` is not an ICIConfig.
+    """
+
+    def __init__(self, config: ICIConfig):
+        if not isinstance(config, ICIConfig):
+            raise TypeError(f"config must be an ICIConfig; got {config!r}")
+        self.config = config
+        super().__init__(self.members(config))
+
+    def members(self, config: ICIConfig) -> dict:
+        raise NotImplementedError
+
+
+def buffer_address(cfg: ICIConfig, beat, slot):
+    """The address of beat ``beat`` of packet slot ``slot`` in a buffer of whole packets: the slot
+    above :attr:`ICIConfig.beat_index_bits` bits of beat (Amaranth values or ints)."""
+    lb = cfg.beat_index_bits
+    return Cat((Const(0, lb) | beat)[:lb], slot)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .config import HEADER_BITS, ICIConfig, ack_signature, flit_signature, message_signature
+from .config import HEADER_BITS, ICIConfig, ICIPart, ack_signature, buffer_address, flit_signature, message_signature
 from .transmitter import CRC
 
 __all__ = ["ICIReceiver"]
 
 
-class ICIReceiver(wiring.Component):
+class ICIReceiver(ICIPart):
     """Take packets from one ICI wire into a buffer of ``rx_packets`` packets and hand the messages
     on in order. A packet is kept when its CRC beat equals the CRC of its header and payload, its
     header's unused bits are 0, its payload has the length the header gives (at most
@@ -35,29 +34,22 @@ class ICIReceiver(wiring.Component):
         TypeError: ``config`` is not an ICIConfig.
     """
 
-    def __init__(self, config: ICIConfig):
-        if not isinstance(config, ICIConfig):
-            raise TypeError(f"config must be an ICIConfig; got {config!r}")
-        self.config = config
-        super().__init__({
+    def members(self, config: ICIConfig) -> dict:
+        return {
             "flit": In(flit_signature(config)), "ack": Out(ack_signature(config)),
             "out": Out(message_signature(config)),
             "packets": Out(32), "crc_errors": Out(16), "duplicates": Out(16),
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         Q, L, S = cfg.rx_packets, cfg.packet_beats, cfg.seq_bits
-        lb = max(1, (L - 1).bit_length())
-        m.submodules.buf = buf = Memory(shape=cfg.width, depth=Q << lb, init=[])
+        m.submodules.buf = buf = Memory(shape=cfg.width, depth=Q << cfg.beat_index_bits, init=[])
         wp, rp = buf.write_port(), buf.read_port(transparent_for=())
         m.submodules.crc = chk = CRC(data_width=cfg.width).create()
         meta_len = Array(Signal(range(L), name=f"len{i}") for i in range(Q))
         meta_end = Array(Signal(name=f"end{i}") for i in range(Q))
-
-        def addr(beat, slot):  # beat `beat` of packet slot `slot`
-            return Cat((Const(0, lb) | beat)[:lb], slot)
 
         tail = Signal(range(Q))    # the slot a packet is received into
         head = Signal(range(Q))    # the slot being read out
@@ -69,7 +61,7 @@ class ICIReceiver(wiring.Component):
         r_beat = Signal(range(L + 2))      # payload beats received
         expected, nak_sent = Signal(S), Signal()
         m.d.comb += [chk.data.eq(f.data), chk.valid.eq(f.valid & ~f.last), chk.start.eq(f.valid & f.first)]
-        m.d.comb += [wp.addr.eq(addr(r_beat, tail)), wp.data.eq(f.data),
+        m.d.comb += [wp.addr.eq(buffer_address(cfg, r_beat, tail)), wp.data.eq(f.data),
                      wp.en.eq(f.valid & ~f.first & ~f.last & (r_beat < L))]
         with m.If(f.valid & f.first):
             m.d.sync += [h_seq.eq(f.data[:S]), h_len.eq(f.data[8:16]), h_end.eq(f.data[16]),
@@ -102,7 +94,7 @@ class ICIReceiver(wiring.Component):
         # ---- read out: one beat per cycle the output takes
         o_beat = Signal(range(L))
         load = ~self.out.valid | self.out.ready
-        m.d.comb += [rp.en.eq(load), rp.addr.eq(addr(o_beat, head)), self.out.payload.data.eq(rp.data)]
+        m.d.comb += [rp.en.eq(load), rp.addr.eq(buffer_address(cfg, o_beat, head)), self.out.payload.data.eq(rp.data)]
         with m.If(load):
             m.d.sync += self.out.valid.eq(count != 0)
             with m.If(count != 0):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import crc, wiring
+from amaranth.lib import crc
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .config import ICIConfig, ack_signature, flit_signature, message_signature
+from .config import ICIConfig, ICIPart, ack_signature, buffer_address, flit_signature, message_signature
 
 __all__ = ["ICITransmitter", "header_value", "CRC"]
 
@@ -25,7 +25,7 @@ def header_value(seq, beats_minus_1, end):
     return Cat(Const(0, 8) | seq, Const(0, 8) | beats_minus_1, end)
 
 
-class ICITransmitter(wiring.Component):
+class ICITransmitter(ICIPart):
     """Send a node's messages over one ICI wire, each cut into packets of at most ``packet_beats``
     beats: a header beat (sequence number, length, end of message), the payload, a CRC beat
     (:data:`CRC` in the low 32 bits). A packet leaves only with a credit (a free slot in the
@@ -45,22 +45,19 @@ class ICITransmitter(wiring.Component):
         TypeError: ``config`` is not an ICIConfig.
     """
 
-    def __init__(self, config: ICIConfig):
-        if not isinstance(config, ICIConfig):
-            raise TypeError(f"config must be an ICIConfig; got {config!r}")
-        self.config = config
-        super().__init__({
+    def members(self, config: ICIConfig) -> dict:
+        return {
             "inp": In(message_signature(config)), "flit": Out(flit_signature(config)),
             "ack": In(ack_signature(config)),
             "packets": Out(32), "replays": Out(16), "timeouts": Out(16),
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         P, L, S = cfg.replay_packets, cfg.packet_beats, cfg.seq_bits
-        lgP, lb = P.bit_length() - 1, max(1, (L - 1).bit_length())
-        m.submodules.buf = buf = Memory(shape=cfg.width, depth=P << lb, init=[])
+        lgP = P.bit_length() - 1
+        m.submodules.buf = buf = Memory(shape=cfg.width, depth=P << cfg.beat_index_bits, init=[])
         wp, rp = buf.write_port(), buf.read_port(transparent_for=())
         m.submodules.crc = chk = CRC(data_width=cfg.width).create()
         meta_len = Array(Signal(range(L), name=f"len{i}") for i in range(P))    # payload beats - 1
@@ -69,9 +66,6 @@ class ICITransmitter(wiring.Component):
         def dist(a, b):  # (a - b) mod 2^S
             return (a - b)[:S]
 
-        def addr(beat, slot):  # beat `beat` of packet slot `slot`
-            return Cat((Const(0, lb) | beat)[:lb], slot)
-
         # ---- store: messages into the replay buffer, packet by packet
         acked = Signal(S)     # the oldest unacknowledged packet
         stored = Signal(S)    # the next packet to store; [acked, stored) are kept
@@ -79,7 +73,8 @@ class ICITransmitter(wiring.Component):
         room = Signal()
         m.d.comb += [room.eq(dist(stored, acked) != P), self.inp.ready.eq(room)]
         take = self.inp.valid & room
-        m.d.comb += [wp.addr.eq(addr(w_beat, stored[:lgP])), wp.data.eq(self.inp.payload.data), wp.en.eq(take)]
+        m.d.comb += [wp.addr.eq(buffer_address(cfg, w_beat, stored[:lgP])), wp.data.eq(self.inp.payload.data),
+                     wp.en.eq(take)]
         with m.If(take):
             with m.If(self.inp.payload.last | (w_beat == L - 1)):
                 m.d.sync += [meta_len[stored[:lgP]].eq(w_beat), meta_end[stored[:lgP]].eq(self.inp.payload.last),
@@ -115,12 +110,12 @@ class ICITransmitter(wiring.Component):
             with m.State("HEADER"):
                 hdr = header_value(send, meta_len[slot], meta_end[slot])
                 m.d.comb += [self.flit.valid.eq(1), self.flit.first.eq(1), self.flit.data.eq(hdr),
-                             chk.start.eq(1), chk.valid.eq(1), chk.data.eq(hdr), rp.addr.eq(addr(0, slot)),
-                             spend.eq(1)]
+                             chk.start.eq(1), chk.valid.eq(1), chk.data.eq(hdr),
+                             rp.addr.eq(buffer_address(cfg, 0, slot)), spend.eq(1)]
                 m.d.sync += [beat.eq(0), self.packets.eq(self.packets + 1)]
                 m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
-                m.d.comb += [self.flit.valid.eq(1), chk.valid.eq(1), rp.addr.eq(addr(beat + 1, slot))]
+                m.d.comb += [self.flit.valid.eq(1), chk.valid.eq(1), rp.addr.eq(buffer_address(cfg, beat + 1, slot))]
                 m.d.sync += beat.eq(beat + 1)
                 with m.If(beat == meta_len[slot]):
                     m.next = "CHECK"

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import ICIConfig, ack_signature, flit_signature
+from .config import ICIConfig, ICIPart, ack_signature, flit_signature
 
 __all__ = ["ICIWire"]
 
 
-class ICIWire(wiring.Component):
+class ICIWire(ICIPart):
     """``latency_cycles`` register stages on the forward lane (transmitter to receiver) and as many
     on the reverse lane (acknowledgements and credits back): the SerDes and the cable. ``flip`` is
     XORed onto the data of a forward beat as it leaves the wire (fault injection: a testbench or
@@ -26,15 +25,12 @@ class ICIWire(wiring.Component):
         TypeError: ``config`` is not an ICIConfig.
     """
 
-    def __init__(self, config: ICIConfig):
-        if not isinstance(config, ICIConfig):
-            raise TypeError(f"config must be an ICIConfig; got {config!r}")
-        self.config = config
-        super().__init__({
+    def members(self, config: ICIConfig) -> dict:
+        return {
             "tx_flit": In(flit_signature(config)), "tx_ack": Out(ack_signature(config)),
             "rx_flit": Out(flit_signature(config)), "rx_ack": In(ack_signature(config)),
             "flip": In(config.width),
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()
