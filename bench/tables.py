@@ -537,7 +537,16 @@ def mutation(d) -> Table:
     """Mutation score of each block's default regression: mutants by verdict, score, run time."""
 
     def config(r):
-        return " ".join(f"{k}={v}" for k, v in r["config"].items()) or "default"
+        c = r["config"]
+        if "mxu" in c and "hbm" in c:  # an engine block: its array, buffers, memory and GEMMs
+            x, h = c["mxu"], c["hbm"]
+            return (
+                f"{x['rows']}x{x['cols']} {x['fmt']} {x['subnormals']} stages={x['stages']} "
+                f"m_block={c['m_block']} acc_entries={c['acc_entries']} a_buffer_bytes={c['a_buffer_bytes']} "
+                f"pseudo_channels={h['pseudo_channels']} tREFI={h['timing']['tREFI']} "
+                f"tRFC={h['timing']['tRFC']} gemms={len(c.get('shapes', []))}"
+            )
+        return " ".join(f"{k}={v}" for k, v in c.items()) or "default"
 
     rows = []
     for r in d["campaigns"]:
