@@ -53,6 +53,11 @@ def run_sby(work: Path, name: str, sby_text: str, files: dict[str, Path], timeou
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             return "TIMEOUT"
+        except BaseException:
+            # Ctrl-C reaches this process only (the solver has its own session): take it down too
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     status = work / name / "status"
     if not status.is_file():
         return "ERROR"

@@ -362,6 +362,11 @@ def run_mutant(target: Target, verilog: Path, index: int, *, simulator: str, see
             proc.communicate()
             return MutantResult(index, "timeout", run.name, time.perf_counter() - start,
                                 f"regression past {timeout_s:.0f} s")
+        except BaseException:
+            # an interrupt (Ctrl-C) reaches this process only: the child has its own session
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
         last = out.strip().splitlines()[-1] if out.strip() else ""
         try:
             verdict = json.loads(last)

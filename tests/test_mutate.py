@@ -331,3 +331,41 @@ def test_a_mutant_of_one_pe_is_proven_on_the_pe_alone(tmp_path):
         )
         is None
     )
+
+
+def test_an_interrupted_check_takes_its_solver_down(tmp_path, monkeypatch):
+    """SymbiYosys runs in its own session (so a time limit can kill its whole process group), which
+    Ctrl-C does not reach: an interrupt of the check must take the group down itself. Once, a
+    stopped campaign left a yices-smt2 running at full speed for an hour. Here a stand-in for sby
+    starts a grandchild and waits; an interrupt arrives while the check waits; the grandchild must
+    be gone."""
+    import signal
+    import time
+
+    pidfile = tmp_path / "grandchild.pid"
+    fake = tmp_path / "fake-sby"
+    fake.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pidfile}\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(formal.toolchain, "tool_executable", lambda name: str(fake))
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            formal.run_sby(tmp_path / "w", "bmc", "[options]\nmode bmc\n", {}, timeout_s=30)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    pid = int(pidfile.read_text())
+    for _ in range(50):  # SIGKILL is asynchronous
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError("the solver's process group outlived the interrupt")
