@@ -128,6 +128,16 @@ class Mutation:
     source: str | None
 
 
+def equivalence_blind_spot(m: Mutation) -> str | None:
+    """Why the equivalence check cannot judge mutation ``m``, or None. Its proofs and its bounded
+    model check step every register on one global clock, so a register's clock inverted (a
+    ``CLK`` port) looks unchanged to them, though in simulation the register then samples half a
+    cycle early; such a survivor stays a survivor."""
+    if m.port == "CLK":
+        return "a clock mutation: the equivalence check steps every register on one clock and cannot judge it"
+    return None
+
+
 @dataclass
 class MutantResult:
     """The verdict on one mutant: ``status`` (one of :data:`STATUSES`), ``test`` (the run that
@@ -523,7 +533,10 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
     def judge(m: Mutation) -> MutantResult:
         t = time.perf_counter()
         r = run_mutant(target, verilog, m.index, simulator=simulator, seed=test_seed, timeout_s=limit)
-        if r.status == "survived" and depth > 0:
+        unjudged = equivalence_blind_spot(m)
+        if r.status == "survived" and unjudged:
+            r.detail = unjudged
+        elif r.status == "survived" and depth > 0:
             local = None
             for pattern, top, part_prepped in parts:
                 local = part_command(prepped, target.top, pattern, part_prepped, top, m.command)

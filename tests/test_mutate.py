@@ -369,3 +369,13 @@ def test_an_interrupted_check_takes_its_solver_down(tmp_path, monkeypatch):
     else:
         os.kill(pid, signal.SIGKILL)
         raise AssertionError("the solver's process group outlived the interrupt")
+
+
+def test_a_clock_mutation_is_not_judged_equivalent():
+    """The equivalence check steps every register on one clock: an inverted clock port looked
+    unchanged to it (a sequencer table register, ``inv CLK[0]``, came out "equivalent"). Such a
+    mutation is never sent to the check; one on a data port is."""
+    (clk,) = mutate.parse_mutations("mutate -mode inv -module seq -cell $dff1 -port CLK -portbit 0 -src a.py:1\n")
+    (data,) = mutate.parse_mutations("mutate -mode inv -module seq -cell $dff1 -port D -portbit 0 -src a.py:1\n")
+    assert "clock" in mutate.equivalence_blind_spot(clk)
+    assert mutate.equivalence_blind_spot(data) is None
