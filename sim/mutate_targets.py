@@ -326,10 +326,11 @@ BLOCKS: dict[str, tuple[str, tuple[str, ...], Callable[[dict, int], Target]]] = 
     "mxu": ("the systolic array (default 8x8)", ("rows", "cols", "fmt", "subnormals", "stages"), _mxu),
     "hbm-channel": ("one HBM2 pseudo-channel controller (small geometry, queue 8, refresh and age stress)", (),
                     _hbm_channel),
-    "engine": ("the whole GEMM engine, MXU included (default 4x4 bf16)", ("rows", "cols", "fmt", "subnormals",
-                                                                        "stages"), _engine_component("")),
-    **{f"engine-{c.replace('_', '-')}": (f"the GEMM engine's {c.replace('_', ' ')} (default 4x4 bf16)",
-                                         ("rows", "cols", "fmt", "subnormals", "stages"), _engine_component(c))
+    "engine": ("the whole GEMM engine, MXU included (default 4x4 bf16; smallest buffers, one pseudo-channel)",
+               ("rows", "cols", "fmt", "subnormals", "stages"), _engine_component("")),
+    **{f"engine-{c.replace('_', '-')}": (f"the GEMM engine's {c.replace('_', ' ')} (default 4x4 bf16; smallest "
+                                         "buffers)", ("rows", "cols", "fmt", "subnormals", "stages"),
+                                         _engine_component(c))
        for c in ENGINE_COMPONENTS},
 }
 
