@@ -71,4 +71,4 @@ def link_throughput(cfg) -> float:
     cycles for ``rx_packets`` packets)."""
     L = cfg.packet_beats
     loop = 2 * L + 2 * cfg.latency_cycles + 4
-    return L / (L + 2) * min(1.0, cfg.rx_packets * (L + 2) / loop)
+    return min(L / (L + 2), cfg.rx_packets * L / loop)  # one division each: the ratio, correctly rounded

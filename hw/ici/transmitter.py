@@ -18,10 +18,8 @@ CRC = crc.catalog.CRC32_ETHERNET
 
 
 def header_value(seq, beats_minus_1, end):
-    """The header beat's fields: ``seq`` in bits 0-7, the payload beats less one in bits 8-15, end of
-    message in bit 16 (:data:`~hw.ici.config.HEADER_BITS`); Amaranth values or ints."""
-    if all(isinstance(x, int) for x in (seq, beats_minus_1, end)):
-        return seq | beats_minus_1 << 8 | end << 16
+    """The header beat's fields (Amaranth values): ``seq`` in bits 0-7, the payload beats less one in
+    bits 8-15, end of message in bit 16 (:data:`~hw.ici.config.HEADER_BITS`)."""
     return Cat(Const(0, 8) | seq, Const(0, 8) | beats_minus_1, end)
 
 

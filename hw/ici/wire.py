@@ -13,8 +13,8 @@ __all__ = ["ICIWire"]
 class ICIWire(ICIPart):
     """``latency_cycles`` register stages on the forward lane (transmitter to receiver) and as many
     on the reverse lane (acknowledgements and credits back): the SerDes and the cable. ``flip`` is
-    XORed onto the data of a forward beat as it leaves the wire (fault injection: a testbench or
-    :class:`verif.hdl.ici_faults.BitFlipper` drives it; 0 in a design for hardware).
+    XORed onto the data of a forward beat as it leaves the wire (fault injection: a testbench drives
+    it; 0 in a design for hardware).
 
     Ports:
         tx_flit: In(flit_signature), tx_ack: Out(ack_signature): the transmitter's side.
