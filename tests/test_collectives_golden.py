@@ -116,6 +116,8 @@ def test_shardings_without_a_split_sum_are_the_single_engine_product(seed, fmt, 
 
 
 def test_tp_k_sums_the_partial_products_in_ring_order(seed):
+    """Node i's partial product covers its slice of K (C0 on node 0, +0 elsewhere); row chunk c of
+    the sum is folded by hand here in the documented order, node c + 1 first and node c last."""
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     a = as_format(_random_ops("bf16", (6, 11), rng, 0.05), "bf16")
@@ -123,8 +125,18 @@ def test_tp_k_sums_the_partial_products_in_ring_order(seed):
     c = rng.standard_normal((6, 5)).astype(np.float32)
     for devices in (1, 3, 4):
         got = sharded_matmul(a, b, c, devices=devices, sharding="tp-k")
-        s = np.cumsum([0, *split_sizes(11, devices)])
-        partials = [matmul(a[:, s[i] : s[i + 1]], b[s[i] : s[i + 1]], c if i == 0 else None) for i in range(devices)]
-        assert np.array_equal(got.view(np.uint32), all_reduce(partials).view(np.uint32))
+        ks = np.cumsum([0, *split_sizes(11, devices)])
+        partials = [
+            matmul(a[:, ks[i] : ks[i + 1]], b[ks[i] : ks[i + 1]], c if i == 0 else None) for i in range(devices)
+        ]
+        rows = np.cumsum([0, *split_sizes(6, devices)])
+        want = []
+        for chunk in range(devices):
+            order = [(chunk + step) % devices for step in range(1, devices + 1)]
+            acc = partials[order[0]][rows[chunk] : rows[chunk + 1]]
+            for node in order[1:]:
+                acc = add(acc, partials[node][rows[chunk] : rows[chunk + 1]])
+            want.append(acc)
+        assert np.array_equal(got.view(np.uint32), np.concatenate(want).view(np.uint32)), devices
     one = sharded_matmul(a, b, c, devices=1, sharding="tp-k")
     assert np.array_equal(one.view(np.uint32), matmul(a, b, c).view(np.uint32))  # one node: nothing to add
