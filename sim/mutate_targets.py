@@ -240,8 +240,8 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
         jobs[j] = dataclasses.replace(jobs[j], c=c, out="bf16" if bf16_out and fmt != "int8" else "fp32")
     specs, arrays = bench_jobs(jobs, fmt)
     stored_rows = stored_rows_for(specs, cfg)
-    key = hashlib.sha256(repr((cfg, specs)).encode() + b"".join(arrays[k].tobytes() for k in sorted(arrays)))
-    home = build_root() / "mutation-engine" / key.hexdigest()[:16]  # the hardware and the operands
+    key = hashlib.sha256(repr((cfg, specs, FILL)).encode() + b"".join(arrays[k].tobytes() for k in sorted(arrays)))
+    home = build_root() / "mutation-engine" / key.hexdigest()[:16]  # the hardware, the operands, the fill
     home.mkdir(parents=True, exist_ok=True)
     expect = home / "expect.json"
     if not expect.is_file():  # the original design, checked against the golden model once
