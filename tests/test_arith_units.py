@@ -6,7 +6,8 @@ import pytest
 from amaranth import Value
 from amaranth.sim import Simulator
 
-from hw.arith import MAC, MAX_STAGES, BF16Multiplier, FP8Decoder, FP32Adder, Int8MAC, MACConfig
+from hw.arith import MAC, MAX_STAGES, BF16Multiplier, FP8Decoder, FP32Adder, FP32Sum, Int8MAC, MACConfig
+from hw.arith.fp32_add import ADDER_CUTS
 from hw.arith.mac import FLOAT_CUTS_BY_STAGES
 from verif import checked
 from verif.golden import mac_bits
@@ -176,6 +177,123 @@ def test_fp32_adder_via_multiplier(subnormals, seed):
 
     got = np.array(_run_comb(dut, drive, lambda ctx: ctx.get(dut.r), len(a)), dtype=np.uint32)
     _assert_same("bf16", subnormals, a, b, c, got, mac_bits(c, a, b, subnormals=subnormals))
+
+
+def _fp32_pairs(rng, n):
+    """``n`` random fp32 bit-pattern pairs from five mixes, plus every pairing of the specials:
+    uniform bits; close exponents (cancellation, y = -x nudged by a few ulps); y = x scaled by
+    2**-k for k 0..40 (alignment and sticky bits); subnormals and the normal boundary; ties
+    (y = half an ulp of x, odd and even x)."""
+    specials = np.array(
+        [
+            0,
+            0x80000000,
+            1,
+            0x80000001,
+            0x007FFFFF,
+            0x807FFFFF,
+            0x00800000,
+            0x80800000,
+            0x00800001,
+            0x7F7FFFFF,
+            0xFF7FFFFF,
+            0x7F800000,
+            0xFF800000,
+            0x7FC00000,
+            0xFFC00001,
+            0x7F800001,
+            0x3F800000,
+            0xBF800000,
+            0x3F800001,
+            0x33800000,
+            0xB3800000,
+            0x4B800000,
+            0x00400000,
+            0x34000000,
+        ],
+        dtype=np.uint32,
+    )
+    sx, sy = np.meshgrid(specials, specials)
+    k = n // 5
+    uni = rng.integers(0, 2**32, size=(2, k), dtype=np.uint64).astype(np.uint32)
+    x = rng.integers(0, 2**32, size=k, dtype=np.uint64).astype(np.uint32)
+    close = (x ^ 0x80000000) + rng.integers(-4, 5, size=k).astype(np.uint32)
+    scale = np.clip(((x >> 23) & 0xFF).astype(np.int64) - rng.integers(0, 41, size=k), 0, 255).astype(np.uint32)
+    far = (rng.integers(0, 2**32, size=k, dtype=np.uint64).astype(np.uint32) & 0x807FFFFF) | (scale << 23)
+    sub = rng.integers(0, 2**25, size=(2, k), dtype=np.uint64).astype(np.uint32) | (
+        rng.integers(0, 2, size=(2, k)).astype(np.uint32) << 31
+    )
+    half = np.clip(((x >> 23) & 0xFF).astype(np.int64) - 24, 0, 255).astype(np.uint32) << 23
+    xs = np.concatenate([sx.ravel(), uni[0], x, x, sub[0], x])
+    ys = np.concatenate([sy.ravel(), uni[1], close, far, sub[1], half | (x & 0x80000000)])
+    return xs, ys
+
+
+@pytest.mark.parametrize("subnormals", ["ftz", "ieee"])
+def test_fp32_sum_matches_golden_add(subnormals, seed):
+    """FP32Sum (combinational) is bit-exact against ``verif.golden.add`` on 3,000 random pairs in five
+    mixes and all 576 pairings of 24 specials, both operand orders (the sum is commutative)."""
+    from verif.golden import add
+
+    rng = np.random.default_rng(seed)
+    x, y = _fp32_pairs(rng, 3000)
+    x, y = np.concatenate([x, y]), np.concatenate([y, x])
+    dut = FP32Sum(subnormals)
+
+    def drive(ctx, i):
+        ctx.set(dut.x.as_value(), int(x[i]))
+        ctx.set(dut.y.as_value(), int(y[i]))
+
+    got = np.array(_run_comb(dut, drive, lambda ctx: ctx.get(dut.result.as_value()), len(x)), dtype=np.uint32)
+    exp = add(x.view(np.float32), y.view(np.float32), subnormals=subnormals).view(np.uint32)
+    bad = np.flatnonzero(got != exp)
+    assert bad.size == 0, (
+        f"seed {seed}: {bad.size} of {len(x)} differ; first: x={x[bad[0]]:#010x} "
+        f"y={y[bad[0]]:#010x} got {got[bad[0]]:#010x} expected {exp[bad[0]]:#010x}"
+    )
+
+
+def test_fp32_sum_pipelined_latency_and_rounding():
+    """With every cut the sum comes out ``len(ADDER_CUTS)`` = 7 cycles after its operands, one per
+    cycle; the fixed cases are exact: 1 + 2**-24 (a tie, to even: 1.0), (1 + 2**-23) + 2**-24 (a tie,
+    up to 1 + 2**-22), max + max (+inf), 1 + -1 (+0), -0 + -0 (-0), min subnormal + min subnormal
+    (2**-148 in IEEE)."""
+    cases = [
+        (0x3F800000, 0x33800000, 0x3F800000),
+        (0x3F800001, 0x33800000, 0x3F800002),
+        (0x7F7FFFFF, 0x7F7FFFFF, 0x7F800000),
+        (0x3F800000, 0xBF800000, 0),
+        (0x80000000, 0x80000000, 0x80000000),
+        (1, 1, 2),
+    ]
+    dut = FP32Sum("ieee", cuts=ADDER_CUTS)
+    assert dut.latency_cycles == 7
+    got, when = [], []
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def tb(ctx):
+        for t in range(len(cases) + 9):
+            if t < len(cases):
+                ctx.set(dut.x.as_value(), cases[t][0])
+                ctx.set(dut.y.as_value(), cases[t][1])
+            ctx.set(dut.i_valid, int(t < len(cases)))
+            await ctx.tick()
+            if ctx.get(dut.o_valid):  # after clock edge t + 1: the operands of edge 1 are 7 edges in
+                got.append(ctx.get(dut.result.as_value()))
+                when.append(t + 1)
+
+    sim.add_testbench(tb)
+    sim.run()
+    assert got == [c[2] for c in cases]
+    assert when == list(range(7, 7 + len(cases)))
+
+
+def test_fp32_sum_rejects_bad_configuration():
+    with pytest.raises(ValueError, match="subnormals must be one of ftz, ieee; got 'daz'"):
+        FP32Sum("daz")
+    with pytest.raises(ValueError, match="cuts must be a subset of exp, align"):
+        FP32Sum("ftz", cuts=("mul",))
 
 
 def test_adder_rejects_bad_cut():

@@ -43,7 +43,8 @@ _EMIN = -126
 def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: Cuts):
     """Add the fused accumulate datapath to ``m``; returns ``(result, valid)``.
 
-    ``acc`` is a :data:`FP32` view, ``prod`` a :data:`Product` view, ``valid`` a 1-bit value that
+    ``acc`` is a :data:`FP32` view, ``prod`` a :data:`Product` view (or an :data:`Addend` view: an fp32
+    value decoded by :func:`decode_addend`, for ``RNE_fp32(acc + y)``), ``valid`` a 1-bit value that
     travels with the data through the enabled cut points (``cuts.enabled`` among :data:`ADDER_CUTS`).
     ``result`` is a 32-bit value in the :data:`FP32` layout.
     """
@@ -61,7 +62,8 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     else:
         c_sig = Cat(acc.mantissa, ~c_ezero)   # subnormal: hidden 0 at exponent -126
         c_exp = Mux(c_ezero, _EMIN, acc.exponent - 127)
-    p_sig = Cat(Const(0, 8), prod.sig)       # 24 bits, bit 23 <-> 2**prod.exp
+    # 24 bits, bit 23 <-> 2**prod.exp (a bf16 product's 16-bit significand, or an fp32 addend's 24)
+    p_sig = prod.sig if len(prod.sig) == 24 else Cat(Const(0, 24 - len(prod.sig)), prod.sig)
 
     # ---- specials (resolved here, carried to the end) ---------------------------------------
     nan = c_nan | prod.nan | (c_inf & prod.inf & (acc.sign != prod.sign))
