@@ -13,60 +13,10 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from hw.engine import PERF_COUNTERS, REG, EngineConfig, GEMMEngine
-from verif.gemm_host import FILL, layout, register_writes
+from verif.axi_memory import BEAT, AxiMemory, AxiPortModel
+from verif.gemm_host import layout, register_writes
 
 __all__ = ["AxiMemory", "run_engine_amaranth"]
-
-BEAT = 32
-
-
-class AxiMemory:
-    """Sparse byte memory (unwritten bytes read ``FILL``) with the protocol checks."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.data: dict[int, int] = {}
-        self.errors: list[str] = []
-        self.written: set[int] = set()
-
-    def load(self, base: int, stride: int, x: np.ndarray) -> None:
-        raw = np.ascontiguousarray(x).view(np.uint8).reshape(x.shape[0], -1)
-        for i in range(raw.shape[0]):
-            for j, b in enumerate(raw[i].tolist()):
-                self.data[base + i * stride + j] = b
-
-    def read_beat(self, addr: int) -> int:
-        return int.from_bytes(bytes(self.data.get(addr + i, FILL) for i in range(BEAT)), "little")
-
-    def write_beat(self, addr: int, value: int, strobe: int) -> None:
-        raw = value.to_bytes(BEAT, "little")
-        for i in range(BEAT):
-            if strobe >> i & 1:
-                self.data[addr + i] = raw[i]
-                self.written.add(addr + i)
-
-    def matrix(self, base: int, stride: int, rows: int, cols: int, dtype) -> np.ndarray:
-        item = np.dtype(dtype).itemsize
-        out = np.empty((rows, cols * item), dtype=np.uint8)
-        for i in range(rows):
-            out[i] = [self.data.get(base + i * stride + j, FILL) for j in range(cols * item)]
-        return out.view(dtype).reshape(rows, cols)
-
-    def check_burst(self, kind: str, addr: int, length: int, size: int, burst: int, cycle: int) -> None:
-        beats = length + 1
-        problems = []
-        if burst != 1:
-            problems.append(f"burst type {burst} (INCR = 1 expected)")
-        if size != 5:
-            problems.append(f"size {size} (32 B beats = 5 expected)")
-        if addr % BEAT:
-            problems.append(f"unaligned address 0x{addr:x}")
-        if addr // 4096 != (addr + beats * BEAT - 1) // 4096:
-            problems.append(f"burst 0x{addr:x} + {beats} beats crosses a 4 KiB boundary")
-        if addr + beats * BEAT > self.capacity:
-            problems.append(f"burst 0x{addr:x} + {beats} beats runs past the end of memory")
-        for p in problems:
-            self.errors.append(f"cycle {cycle}: {kind}: {p}")
 
 
 def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None = None, stall_p: float = 0.0,
@@ -100,8 +50,11 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
         return rng is not None and rng.random() < stall_p
 
     async def tb(ctx):
-        ports = [eng.mem_a, eng.mem_w, eng.mem_c]
-        state = [{"reads": [], "writes": [], "wbeat": None, "b": 0} for _ in ports]
+        def on_a(addr, n):
+            a_beats.extend(addr + BEAT * i for i in range(n))
+
+        servers = [AxiPortModel(mem, p, f"port {k}", stall, on_ar=on_a if k == 0 else None)
+                   for k, p in enumerate([eng.mem_a, eng.mem_w, eng.mem_c])]
         cycle = 0
 
         async def axil_write(off, val):
@@ -137,49 +90,10 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
         async def step():
             nonlocal cycle
             # drive the memory side, then take this cycle's handshakes at the edge
-            for p, st in zip(ports, state):
-                r_ok = bool(st["reads"]) and not stall()
-                if r_ok:
-                    addr, left = st["reads"][0]
-                    ctx.set(p.rdata, mem.read_beat(addr))
-                    ctx.set(p.rlast, int(left == 1))
-                    ctx.set(p.rresp, 0)
-                ctx.set(p.rvalid, int(r_ok))
-                ctx.set(p.arready, int(len(st["reads"]) < 4 and not stall()))
-                ctx.set(p.awready, int(len(st["writes"]) < 2 and not stall()))
-                ctx.set(p.wready, int(bool(st["writes"]) and not stall()))
-                ctx.set(p.bvalid, int(st["b"] > 0))
-                ctx.set(p.bresp, 0)
-            for k, (p, st) in enumerate(zip(ports, state)):
-                if ctx.get(p.arvalid) and ctx.get(p.arready):
-                    addr, ln = ctx.get(p.araddr), ctx.get(p.arlen)
-                    mem.check_burst(f"port {k} AR", addr, ln, ctx.get(p.arsize), ctx.get(p.arburst), cycle)
-                    st["reads"].append((addr, ln + 1))
-                    if k == 0:
-                        a_beats.extend(addr + BEAT * i for i in range(ln + 1))
-                if ctx.get(p.rvalid) and ctx.get(p.rready):
-                    addr, left = st["reads"][0]
-                    if left == 1:
-                        st["reads"].pop(0)
-                    else:
-                        st["reads"][0] = (addr + BEAT, left - 1)
-                if ctx.get(p.awvalid) and ctx.get(p.awready):
-                    addr, ln = ctx.get(p.awaddr), ctx.get(p.awlen)
-                    mem.check_burst(f"port {k} AW", addr, ln, ctx.get(p.awsize), ctx.get(p.awburst), cycle)
-                    st["writes"].append([addr, ln + 1])
-                if ctx.get(p.wvalid) and ctx.get(p.wready):
-                    w = st["writes"][0]
-                    mem.write_beat(w[0], ctx.get(p.wdata), ctx.get(p.wstrb))
-                    last = ctx.get(p.wlast)
-                    if bool(last) != (w[1] == 1):
-                        mem.errors.append(f"cycle {cycle}: port {k}: wlast={last} with {w[1]} beats left")
-                    w[0] += BEAT
-                    w[1] -= 1
-                    if w[1] == 0:
-                        st["writes"].pop(0)
-                        st["b"] += 1
-                if ctx.get(p.bvalid) and ctx.get(p.bready):
-                    st["b"] -= 1
+            for srv in servers:
+                srv.drive(ctx)
+            for srv in servers:
+                srv.sample(ctx, cycle)
             await ctx.tick()
             cycle += 1
             assert not mem.errors, mem.errors[:5]
