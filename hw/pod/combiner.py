@@ -56,34 +56,39 @@ class Combiner(wiring.Component):
         cfg = self.config
         W, L, D = cfg.words, cfg.link.beat_bytes * 8, cfg.latency_cycles
         side = data.StructLayout({"valid": 1, "both": 1, "last": 1, "tx": 1, "hbm": 1, "beat_end": 1, "tail": 1})
-        # ---- the command being fed ----------------------------------------------------------
-        c = Signal(command_layout(cfg))
-        held = Signal()
-        word = Signal(range(W))            # link beat within the HBM beat
-        beat = Signal(12)                  # HBM beat within the row
-        rows = Signal(16)                  # rows left, this one included
-        m.d.comb += self.cmd.ready.eq(~held)
-        with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [c.eq(self.cmd.payload), held.eq(1), word.eq(0), beat.eq(0), rows.eq(self.cmd.payload.rows)]
-        # ---- room: every beat accepted has a place in the output FIFO ------------------------
+        # ---- the command being fed, and a receive-only one drained beside it -------------------
+        # A command that only takes the neighbour's slice and writes it (an all-gather's last
+        # phase) bypasses the adders, so the next command (a send-only phase 0) can run at the same
+        # time: the link then never idles while its node drains. The drain takes its command once
+        # nothing older is in flight; a command that reads the link or writes memory waits for it.
+        c, dc = Signal(command_layout(cfg)), Signal(command_layout(cfg))
+        held, dheld = Signal(), Signal()
+        p = self.cmd.payload
+        drain_cmd = p.remote & p.hbm & ~p.tx & ~p.local
         depth = D + 4
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=L + side.size, depth=depth)
         pending = Signal(range(depth + 1))
-        beat_end = word == W - 1
-        row_last = beat_end & (beat == c.hbm_beats - 1)
-        msg_last = row_last & (rows == 1)
-        go = Signal()
-        m.d.comb += go.eq(held & (self.local.valid | ~c.local) & (self.remote.valid | ~c.remote) & (pending < depth))
-        m.d.comb += [self.local.ready.eq(go & c.local & beat_end), self.remote.ready.eq(go & c.remote)]
-        with m.If(go):
-            m.d.sync += word.eq(Mux(beat_end, 0, word + 1))
-            with m.If(beat_end):
-                m.d.sync += beat.eq(Mux(row_last, 0, beat + 1))
-            with m.If(row_last):
-                m.d.sync += rows.eq(rows - 1)
-            with m.If(msg_last):
-                m.d.sync += held.eq(0)
-        with m.If(go & c.remote & (self.remote.payload.last != msg_last)):
+        take_main = self.cmd.valid & ~drain_cmd & ~held
+        take_drain = self.cmd.valid & drain_cmd & ~held & ~dheld & (pending == 0)
+        m.d.comb += self.cmd.ready.eq(Mux(drain_cmd, ~held & ~dheld & (pending == 0), ~held))
+        go, d_go = Signal(), Signal()
+        word, beat_end, row_last, msg_last = _position(m, "main", W, c, p, take_main, go)
+        _, d_end, d_row_last, d_last = _position(m, "drain", W, dc, p, take_drain, d_go)
+        with m.If(take_main):
+            m.d.sync += [c.eq(p), held.eq(1)]
+        with m.Elif(go & msg_last):
+            m.d.sync += held.eq(0)
+        with m.If(take_drain):
+            m.d.sync += [dc.eq(p), dheld.eq(1)]
+        with m.Elif(d_go & d_last):
+            m.d.sync += dheld.eq(0)
+        free = ~dheld | (~c.remote & ~c.hbm)
+        m.d.comb += go.eq(held & free & (self.local.valid | ~c.local) & (self.remote.valid | ~c.remote)
+                          & (pending < depth))
+        m.d.comb += [self.local.ready.eq(go & c.local & beat_end),
+                     self.remote.ready.eq(Mux(dheld, d_go, go & c.remote))]
+        with m.If((go & c.remote & (self.remote.payload.last != msg_last))
+                  | (d_go & (self.remote.payload.last != d_last))):
             m.d.sync += self.framing_error.eq(1)
         # ---- lanes ---------------------------------------------------------------------------
         lw = Array(self.local.payload[k * L:(k + 1) * L] for k in range(W))[word] if W > 1 else self.local.payload
@@ -119,17 +124,44 @@ class Combiner(wiring.Component):
         o_data, o = fifo.r_data[:L], data.View(side, fifo.r_data[L:])
         sent = Signal(2)                   # tx, gear: taken already
         m.submodules.gear = gear = _Gear(cfg)
-        m.d.comb += [gear.row_bytes.eq(self.row_bytes), gear.word.eq(o_data), gear.beat_end.eq(o.beat_end),
-                     gear.tail.eq(o.tail),
+        rw_ = self.remote.payload.data
+        m.d.comb += [gear.row_bytes.eq(self.row_bytes),
+                     gear.word.eq(Mux(dheld, rw_, o_data)), gear.beat_end.eq(Mux(dheld, d_end, o.beat_end)),
+                     gear.tail.eq(Mux(dheld, d_row_last & dc.row_end, o.tail)),
+                     gear.valid.eq(Mux(dheld, self.remote.valid, fifo.r_rdy & o.hbm & ~sent[1])),
+                     d_go.eq(dheld & self.remote.valid & gear.ready),
                      self.tx.payload.data.eq(o_data), self.tx.payload.last.eq(o.last),
-                     self.tx.valid.eq(fifo.r_rdy & o.tx & ~sent[0]), gear.valid.eq(fifo.r_rdy & o.hbm & ~sent[1])]
-        took = Cat(self.tx.valid & self.tx.ready, gear.valid & gear.ready)
+                     self.tx.valid.eq(fifo.r_rdy & o.tx & ~sent[0])]
+        # (while the drain runs no entry of the FIFO is for memory: it started with the FIFO empty,
+        # and commands that write memory wait for it)
+        took = Cat(self.tx.valid & self.tx.ready, ~dheld & gear.valid & gear.ready)
         done = (sent | took | ~Cat(o.tx, o.hbm)) == 0b11
         m.d.comb += fifo.r_en.eq(fifo.r_rdy & done)
         m.d.sync += sent.eq(Mux(fifo.r_en, 0, sent | took))
         wiring.connect(m, gear.out, wiring.flipped(self.hbm))
-        m.d.comb += self.idle.eq(~held & (pending == 0) & gear.empty)
+        m.d.comb += self.idle.eq(~held & ~dheld & (pending == 0) & gear.empty)
         return m
+
+
+def _position(m, name, W, c, p, load, adv):
+    """A cursor over a command's link beats: the link beat in its HBM beat, the HBM beat in its row,
+    the rows left. Loaded from the command ``p`` at ``load``; steps at ``adv``. Returns (the beat ends
+    an HBM beat, it ends a row, it ends the command) for the command ``c`` held, after the cursor's
+    link-beat index."""
+    word = Signal(range(W), name=f"{name}_word")
+    beat = Signal(12, name=f"{name}_beat")
+    rows = Signal(16, name=f"{name}_rows")
+    beat_end = word == W - 1
+    row_last = beat_end & (beat == c.hbm_beats - 1)
+    with m.If(load):
+        m.d.sync += [word.eq(0), beat.eq(0), rows.eq(p.rows)]
+    with m.Elif(adv):
+        m.d.sync += word.eq(Mux(beat_end, 0, word + 1))
+        with m.If(beat_end):
+            m.d.sync += beat.eq(Mux(row_last, 0, beat + 1))
+        with m.If(row_last):
+            m.d.sync += rows.eq(rows - 1)
+    return word, beat_end, row_last, row_last & (rows == 1)
 
 
 class _Gear(wiring.Component):
