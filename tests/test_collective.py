@@ -64,6 +64,15 @@ def expected(op, arrays, subnormals, bidirectional):
     return out
 
 
+def check_cycles(res, cfg, op, arrays, bidirectional):
+    """The last node's cycles are within 5 % of ``verif.collective_model.collective_cycles``."""
+    from verif.collective_model import collective_cycles
+
+    rows, cols = arrays[0].shape
+    model = collective_cycles(cfg, op, rows, cols * 4, len(arrays), bidirectional=bidirectional)
+    assert abs(max(res["cycles"]) - model) <= 0.05 * model, (res["cycles"], model)
+
+
 def check(res, exp, seed):
     assert res["error"] == [0] * len(exp) and not res["framing_error"] and not res["write_error"], res
     for k, (got, want) in enumerate(zip(res["out"], exp)):
@@ -89,12 +98,14 @@ def check(res, exp, seed):
 def test_collective_is_bit_exact(op, n, rows, cols, bidirectional, fmt, subnormals, seed):
     """Each op on odd shapes (rows not divisible by N, rows not whole beats), with 10 % specials (NaN
     with payloads, infinities, subnormals, signed zeros): every node's memory equals the golden
-    model's, bit for bit; an all-gather copies NaN payloads and subnormals unchanged."""
+    model's, bit for bit; an all-gather copies NaN payloads and subnormals unchanged; the cycles are
+    within 5 % of the cost model."""
     rng = np.random.default_rng(seed)
     arrays = node_arrays(rng, n, rows, cols, fmt)
     cfg = CollectiveConfig(fmt=fmt, subnormals=subnormals)
     res = run_collective(cfg, arrays, op, bidirectional=bidirectional, pad_bytes=32 * (n % 2))
     check(res, expected(op, arrays, subnormals, bidirectional), seed)
+    check_cycles(res, cfg, op, arrays, bidirectional)
 
 
 @pytest.mark.parametrize(
@@ -108,6 +119,7 @@ def test_collective_small_and_empty_shards(n, rows, cols, op, seed):
     arrays = node_arrays(rng, n, rows, cols, "bf16")
     res = run_collective(CollectiveConfig(), arrays, op, bidirectional=True)
     check(res, expected(op, arrays, "ftz", True), seed)
+    check_cycles(res, CollectiveConfig(), op, arrays, True)
 
 
 @pytest.mark.parametrize("beat_bytes", [4, 16])
@@ -176,3 +188,89 @@ def test_collective_config_errors():
         CollectiveConfig(max_nodes=6)
     with pytest.raises(TypeError, match="config must be a CollectiveConfig"):
         CollectiveEngine("bf16")
+
+
+@pytest.mark.parametrize("ccw", [False, True])
+def test_schedule_matches_the_reference(ccw, seed):
+    """RingSchedule's commands (all three outputs, under random back-pressure) equal
+    ``verif.collective_model.ring_steps`` for 12 random descriptors: every op, rings of 2-8, rows
+    0-40 (fewer than the nodes too), rows of 4 B to 1.3 KB (wider than a slice: column slices)."""
+    from hw.pod.schedule import RingSchedule
+    from verif.collective_model import OPS, ring_steps
+
+    rng = np.random.default_rng(seed)
+    cfg = CollectiveConfig(link=ICIConfig(beat_bytes=8, packet_beats=16, rx_packets=5))
+    dut = RingSchedule(cfg, ccw=ccw)
+    cases = [
+        (
+            OPS[int(rng.integers(3))],
+            int(rng.integers(2, 9)),
+            int(rng.integers(0, 41)),
+            4 * int(rng.integers(1, 330)),
+            bool(rng.integers(2)),
+        )
+        for _ in range(12)
+    ]
+    got = []
+
+    async def tb(ctx):
+        for op, n, rows, row_bytes, bidi in cases:
+            stride = -(-row_bytes // 32) * 32 + 64
+            for k, v in dict(
+                op=CollectiveOp[op.upper()],
+                nodes=n,
+                rank=int(rng.integers(n)),
+                base=0x4000,
+                stride=stride,
+                rows=rows,
+                row_bytes=row_bytes,
+                bidirectional=int(bidi),
+            ).items():
+                ctx.set(getattr(dut.desc, k), v)
+            rank = ctx.get(dut.desc.rank)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            outs = {"comb": [], "read": [], "write": []}
+            for _ in range(20_000):
+                for name in outs:
+                    ctx.set(getattr(dut, name).ready, int(rng.random() < 0.6))
+                await ctx.delay(1e-9)
+                for name in outs:
+                    o = getattr(dut, name)
+                    if ctx.get(o.valid) and ctx.get(o.ready):
+                        c = ctx.get(o.payload)
+                        off = c.addr - 0x4000
+                        outs[name].append(
+                            (
+                                off // stride,
+                                c.rows,
+                                off % stride // 32,
+                                c.hbm_beats,
+                                c.row_end,
+                                c.beats,
+                                c.local,
+                                c.remote,
+                                c.tx,
+                                c.hbm,
+                            )
+                        )
+                await ctx.tick()
+                if ctx.get(dut.done):
+                    break
+            ref = [
+                tuple(int(v) for v in s.__dict__.values())
+                for s in ring_steps(cfg, op, rows, row_bytes, n, rank, bidirectional=bidi, ccw=ccw)
+            ]
+            got.append((op, n, rows, row_bytes, bidi, rank, outs, ref))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    for op, n, rows, row_bytes, bidi, rank, outs, ref in got:
+        where = f"seed {seed}: {op} N={n} rank {rank} rows {rows} row_bytes {row_bytes} bidirectional {bidi}"
+        assert [tuple(int(v) for v in c) for c in outs["comb"]] == ref, where
+        assert [tuple(int(v) for v in c) for c in outs["read"]] == [s for s in ref if s[6]], where
+        assert [tuple(int(v) for v in c) for c in outs["write"]] == [s for s in ref if s[9]], where
+    assert sum(len(r[7]) for r in got) > 50
