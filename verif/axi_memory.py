@@ -128,3 +128,38 @@ class AxiPortModel:
                 self.b += 1
         if ctx.get(p.bvalid) and ctx.get(p.bready):
             self.b -= 1
+
+
+async def axil_write(ctx, port, offset: int, value: int, step) -> None:
+    """Write a 32-bit register over the AXI4-Lite slave ``port`` (AW and W together, then B),
+    advancing the simulation with the testbench's ``step`` coroutine."""
+    ctx.set(port.awaddr, offset)
+    ctx.set(port.wdata, value & 0xFFFFFFFF)
+    ctx.set(port.wstrb, 0xF)
+    ctx.set(port.awvalid, 1)
+    ctx.set(port.wvalid, 1)
+    ctx.set(port.bready, 1)
+    while not ctx.get(port.awready):
+        await step()
+    await step()
+    ctx.set(port.awvalid, 0)
+    ctx.set(port.wvalid, 0)
+    while not ctx.get(port.bvalid):
+        await step()
+    await step()
+
+
+async def axil_read(ctx, port, offset: int, step) -> int:
+    """Read a 32-bit register over the AXI4-Lite slave ``port``."""
+    ctx.set(port.araddr, offset)
+    ctx.set(port.arvalid, 1)
+    ctx.set(port.rready, 1)
+    while not ctx.get(port.arready):
+        await step()
+    await step()
+    ctx.set(port.arvalid, 0)
+    while not ctx.get(port.rvalid):
+        await step()
+    v = ctx.get(port.rdata)
+    await step()
+    return v

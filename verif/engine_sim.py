@@ -13,7 +13,7 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from hw.engine import PERF_COUNTERS, REG, EngineConfig, GEMMEngine
-from verif.axi_memory import BEAT, AxiMemory, AxiPortModel
+from verif.axi_memory import BEAT, AxiMemory, AxiPortModel, axil_read, axil_write
 from verif.gemm_host import layout, register_writes
 
 __all__ = ["AxiMemory", "run_engine_amaranth"]
@@ -57,35 +57,11 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
                    for k, p in enumerate([eng.mem_a, eng.mem_w, eng.mem_c])]
         cycle = 0
 
-        async def axil_write(off, val):
-            ctx.set(eng.csr.awaddr, off)
-            ctx.set(eng.csr.wdata, val & 0xFFFFFFFF)
-            ctx.set(eng.csr.wstrb, 0xF)
-            ctx.set(eng.csr.awvalid, 1)
-            ctx.set(eng.csr.wvalid, 1)
-            ctx.set(eng.csr.bready, 1)
-            while not ctx.get(eng.csr.awready):
-                await step()
-            await step()
-            ctx.set(eng.csr.awvalid, 0)
-            ctx.set(eng.csr.wvalid, 0)
-            while not ctx.get(eng.csr.bvalid):
-                await step()
-            await step()
+        async def axil_write_(off, val):
+            await axil_write(ctx, eng.csr, off, val, step)
 
-        async def axil_read(off):
-            ctx.set(eng.csr.araddr, off)
-            ctx.set(eng.csr.arvalid, 1)
-            ctx.set(eng.csr.rready, 1)
-            while not ctx.get(eng.csr.arready):
-                await step()
-            await step()
-            ctx.set(eng.csr.arvalid, 0)
-            while not ctx.get(eng.csr.rvalid):
-                await step()
-            v = ctx.get(eng.csr.rdata)
-            await step()
-            return v
+        async def axil_read_(off):
+            return await axil_read(ctx, eng.csr, off, step)
 
         async def step():
             nonlocal cycle
@@ -117,17 +93,17 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
                     mem.load(lay.c_base, lay.c_stride, c)
                 writes = register_writes(m, k, n, lay, load_c=c is not None, out_bf16=bool(job.get("out_bf16")))
             for off, val in writes:
-                await axil_write(off, val)
-            await axil_write(REG["CTRL"].offset, 0b11)
+                await axil_write_(off, val)
+            await axil_write_(REG["CTRL"].offset, 0b11)
             t = 0
             while not ctx.get(eng.irq):
                 await step()
                 t += 1
                 assert t < max_cycles, f"job {j}: no irq within {max_cycles} cycles (engine hang)"
-            status = await axil_read(REG["STATUS"].offset)
-            cyc = await axil_read(REG["CYCLES"].offset)
-            perf = {name: await axil_read(REG[name].offset) for name in PERF_COUNTERS}
-            await axil_write(REG["STATUS"].offset, 0b10)
+            status = await axil_read_(REG["STATUS"].offset)
+            cyc = await axil_read_(REG["CYCLES"].offset)
+            perf = {name: await axil_read_(REG[name].offset) for name in PERF_COUNTERS}
+            await axil_write_(REG["STATUS"].offset, 0b10)
             assert not ctx.get(eng.irq), "irq stays high after DONE was cleared"
             res = {"status": status, "cycles": cyc, "perf": perf, "layout": lay, "mem": mem, "a_beats": list(a_beats)}
             a_beats.clear()

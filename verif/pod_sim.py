@@ -17,9 +17,9 @@ from amaranth.sim import Simulator
 
 from hw.ici.channel import ICIChannel
 from hw.pod import CollectiveConfig, CollectiveEngine, CollectiveOp
-from verif.axi_memory import BEAT, AxiMemory, AxiPortModel
+from verif.axi_memory import BEAT, AxiMemory, AxiPortModel, axil_read, axil_write
 
-__all__ = ["CollectiveRing", "run_collective", "BASE"]
+__all__ = ["CollectiveRing", "run_collective", "run_pod_amaranth", "BASE"]
 
 #: byte address of every node's array
 BASE = 0x1000
@@ -136,4 +136,106 @@ def run_collective(cfg: CollectiveConfig, arrays: list[np.ndarray], op: str, *, 
         sim.run()
     dtype = arrays[0].dtype
     out["out"] = [mem.matrix(BASE, stride, rows, cols, dtype) for mem in mems]
+    return out
+
+
+def run_pod_amaranth(cfg, plan, *, seed: int | None = None, stall_p: float = 0.0, flip_p: float = 0.0,
+                     max_cycles: int = 400_000) -> dict:
+    """Run a :class:`verif.pod_host.PodPlan` on :class:`hw.pod.top.PodTop` (``memory="axi"``) in the
+    Amaranth simulator, each node's five AXI4 ports served by its own behavioural memory.
+
+    Phases, each started on every node and waited for on every node: the collectives before the
+    GEMM, the GEMMs, the collectives after. Registers go over each node's AXI4-Lite ports.
+
+    Returns:
+        ``{"results": [each node's result matrix], "gemm_cycles": [...], "collective_cycles":
+        [[per collective] per node], "phase_cycles": [pod cycles of each phase], "links": {...},
+        "status": [...]}``.
+
+    Raises:
+        AssertionError: an AXI protocol error, a refused descriptor or a hang.
+    """
+    from hw.engine import REG
+    from hw.pod.csr import REG as CREG
+    from hw.pod.node import MEMORY_PORTS
+    from hw.pod.top import PodTop
+    from verif.pod_host import collective_writes
+
+    top = PodTop(cfg, memory="axi")
+    rng = np.random.default_rng(seed)
+    n = len(plan.nodes)
+    mems = [AxiMemory(cfg.engine.hbm.capacity_bytes) for _ in plan.nodes]
+    for mem, node in zip(mems, plan.nodes):
+        for base, stride, x in node.loads:
+            mem.load(base, stride, x)
+    out: dict = {"gemm_cycles": [], "collective_cycles": [[] for _ in plan.nodes], "phase_cycles": []}
+    width = cfg.link.width
+
+    def stall():
+        return stall_p > 0 and rng.random() < stall_p
+
+    async def tb(ctx):
+        servers = [AxiPortModel(mems[i], getattr(top, f"node{node.slot}_{name}"), f"node {node.slot} {name}", stall)
+                   for i, node in enumerate(plan.nodes) for name in MEMORY_PORTS]
+        cycle = 0
+
+        async def step():
+            nonlocal cycle
+            for s in servers:
+                s.drive(ctx)
+            for s in servers:
+                s.sample(ctx, cycle)
+            if flip_p:
+                for k in cfg.live:
+                    for d in ("cw", "ccw"):
+                        hit = rng.random() < flip_p
+                        ctx.set(getattr(top, f"flip_{d}{k}"), (1 << int(rng.integers(width))) if hit else 0)
+            await ctx.tick()
+            cycle += 1
+            assert not any(m.errors for m in mems), [m.errors[:3] for m in mems]
+
+        async def phase(port, regmap, writes_of, irq):
+            for node in plan.nodes:
+                for off, val in writes_of(node):
+                    await axil_write(ctx, getattr(top, f"node{node.slot}_{port}"), off, val, step)
+            t0 = cycle
+            for node in plan.nodes:
+                await axil_write(ctx, getattr(top, f"node{node.slot}_{port}"), regmap["CTRL"].offset, 0b11, step)
+            while not all(ctx.get(getattr(top, f"node{node.slot}_{irq}")) for node in plan.nodes):
+                await step()
+                assert cycle - t0 < max_cycles, f"seed {seed}: {port}: no irq on every node in {max_cycles} cycles"
+            out["phase_cycles"].append(cycle - t0)
+            got = []
+            for node in plan.nodes:
+                p = getattr(top, f"node{node.slot}_{port}")
+                status = await axil_read(ctx, p, regmap["STATUS"].offset, step)
+                assert (status >> 4) & 0xF == 0, f"node {node.slot}: {port} STATUS {status:#x}"
+                got.append(await axil_read(ctx, p, regmap["CYCLES"].offset, step))
+                await axil_write(ctx, p, regmap["STATUS"].offset, 0b10, step)
+            return got
+
+        async def collectives(which):
+            for j in range(max(len(getattr(nd, which)) for nd in plan.nodes)):
+                cyc = await phase("ccsr", CREG, lambda nd, j=j: collective_writes(
+                    nd, n, *getattr(nd, which)[j], plan.bidirectional), "cirq")
+                for i, c in enumerate(cyc):
+                    out["collective_cycles"][i].append(c)
+
+        await collectives("before")
+        out["gemm_cycles"] = await phase("csr", REG, lambda nd: nd.gemm_writes, "irq")
+        await collectives("after")
+        out["links"] = {name: sum(ctx.get(getattr(top, f"{name}_{d}{k}")) for k in cfg.live for d in ("cw", "ccw"))
+                        for name in ("replays", "crc_errors")}
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    out["results"] = [mem.matrix(nd.layout.d_base, nd.layout.d_stride, nd.gemm[0], nd.gemm[2], plan.acc_dtype)
+                      for mem, nd in zip(mems, plan.nodes)]
+    if plan.sharding == "tp-k":
+        m, _, nn = plan.shape
+        out["results"] = [mem.matrix(nd.layout.d_base, nd.layout.d_stride, m, nn, plan.acc_dtype)
+                          for mem, nd in zip(mems, plan.nodes)]
     return out

@@ -17,7 +17,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["Reg", "REGISTERS", "REG", "axi4lite_signature", "CSRBlock", "register_table_markdown",
-           "ENGINE_ID", "PERF_COUNTERS"]
+           "ENGINE_ID", "PERF_COUNTERS", "axil_write_side", "axil_read_side"]
 
 ENGINE_ID = 0x4D585531  # "MXU1"
 
@@ -89,16 +89,51 @@ def axi4lite_signature(addr_bits: int = 7) -> wiring.Signature:
     })
 
 
-def register_table_markdown() -> str:
-    """The register map as a Markdown table (offset, name, access, reset, fields): the manual's.
+def register_table_markdown(registers: tuple[Reg, ...] = REGISTERS, configured=("CONFIG", "MAX_K")) -> str:
+    """A register map as a Markdown table (offset, name, access, reset, fields): the manual's.
+    ``configured`` registers show "configuration" as their reset value.
 
     ``|`` and ``*`` in the field text are escaped so Markdown shows them as written."""
     lines = ["| offset | name | access | reset | fields |", "|---|---|---|---|---|"]
-    for r in REGISTERS:
+    for r in registers:
         fields = r.fields.replace("|", "\\|").replace("*", "\\*")
         lines.append(f"| 0x{r.offset:02X} | {r.name} | {r.access} | "
-                     f"{'configuration' if r.name in ('CONFIG', 'MAX_K') else hex(r.reset)} | {fields} |")
+                     f"{'configuration' if r.name in configured else hex(r.reset)} | {fields} |")
     return "\n".join(lines)
+
+
+def axil_write_side(m: Module, a):
+    """The write side of an AXI4-Lite register slave ``a``: AW and W taken together when B is free,
+    B (OKAY) the cycle after. Returns ``(take, word_address, byte_mask)``: the write strobe, AWADDR
+    without its two low bits, and WSTRB widened to 32 bits."""
+    bvalid = Signal()
+    take_w = Signal()
+    m.d.comb += [
+        take_w.eq(a.awvalid & a.wvalid & ~bvalid),
+        a.awready.eq(take_w), a.wready.eq(take_w),
+        a.bvalid.eq(bvalid), a.bresp.eq(0),
+    ]
+    with m.If(take_w):
+        m.d.sync += bvalid.eq(1)
+    with m.Elif(a.bready):
+        m.d.sync += bvalid.eq(0)
+    return take_w, a.awaddr[2:], Cat(*(a.wstrb[i].replicate(8) for i in range(4)))
+
+
+def axil_read_side(m: Module, a, registers, values: dict) -> None:
+    """The read side of an AXI4-Lite register slave ``a``: R (OKAY) the cycle after AR with
+    ``values[name]`` of the register at ARADDR among ``registers`` (0 outside the map)."""
+    rvalid = Signal()
+    rdata = Signal(32)
+    m.d.comb += [a.arready.eq(~rvalid), a.rvalid.eq(rvalid), a.rdata.eq(rdata), a.rresp.eq(0)]
+    raddr = a.araddr[2:]
+    value = Const(0, 32)
+    for r in registers:
+        value = Mux(raddr == r.offset >> 2, values[r.name], value)
+    with m.If(a.arvalid & ~rvalid):
+        m.d.sync += [rvalid.eq(1), rdata.eq(value)]
+    with m.Elif(a.rready):
+        m.d.sync += rvalid.eq(0)
 
 
 class CSRBlock(wiring.Component):
@@ -132,20 +167,7 @@ class CSRBlock(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         a = self.axil
-        # ---- write: AW and W together, B the cycle after
-        bvalid = Signal()
-        take_w = Signal()
-        m.d.comb += [
-            take_w.eq(a.awvalid & a.wvalid & ~bvalid),
-            a.awready.eq(take_w), a.wready.eq(take_w),
-            a.bvalid.eq(bvalid), a.bresp.eq(0),
-        ]
-        with m.If(take_w):
-            m.d.sync += bvalid.eq(1)
-        with m.Elif(a.bready):
-            m.d.sync += bvalid.eq(0)
-        mask = Cat(*(a.wstrb[i].replicate(8) for i in range(4)))
-        waddr = a.awaddr[2:]
+        take_w, waddr, mask = axil_write_side(m, a)
         irq_en = Signal()
         m.d.comb += self.irq_en.eq(irq_en)
         start = Signal()
@@ -165,21 +187,10 @@ class CSRBlock(wiring.Component):
                 m.d.sync += [start.eq(a.wdata[0]), irq_en.eq(a.wdata[1])]
         with m.If(take_w & (waddr == REG["STATUS"].offset >> 2) & a.wstrb[0]):
             m.d.sync += done_clear.eq(a.wdata[1])
-        # ---- read: AR -> R one cycle later
-        rvalid = Signal()
-        rdata = Signal(32)
-        m.d.comb += [a.arready.eq(~rvalid), a.rvalid.eq(rvalid), a.rdata.eq(rdata), a.rresp.eq(0)]
         values = dict(regs)
         values.update({"ID": Const(ENGINE_ID, 32), "CONFIG": Const(self.config_word, 32),
                        "CTRL": Cat(Const(0, 1), irq_en), "STATUS": self.status, "CYCLES": self.cycles,
                        "MAX_K": Const(self.max_k, 32)})
         values.update({name: getattr(self, f"perf_{name}") for name in PERF_COUNTERS})
-        raddr = a.araddr[2:]
-        value = Const(0, 32)
-        for r in REGISTERS:
-            value = Mux(raddr == r.offset >> 2, values[r.name], value)
-        with m.If(a.arvalid & ~rvalid):
-            m.d.sync += [rvalid.eq(1), rdata.eq(value)]
-        with m.Elif(a.rready):
-            m.d.sync += rvalid.eq(0)
+        axil_read_side(m, a, REGISTERS, values)
         return m

@@ -10,13 +10,13 @@ from amaranth.lib.wiring import In, Out
 from hw.hbm.axi import axi4_signature
 from hw.ici.config import message_signature
 
-from .config import HBM_BEAT_BYTES, CollectiveConfig, descriptor_layout
+from .config import HBM_BEAT_BYTES, CollectiveConfig, CollectiveOp, descriptor_layout
 from .ring_unit import RingUnit
 
 __all__ = ["CollectiveEngine", "ERRORS"]
 
 #: ``error`` codes: the descriptor is refused at ``start`` and nothing moves
-ERRORS = {1: "base or stride not a multiple of 32 bytes", 2: "row_bytes 0 or not a multiple of 4",
+ERRORS = {1: "base or stride not a multiple of 32 bytes", 2: "row_bytes 0, or not a multiple of 4 for a reduction",
           3: "stride smaller than row_bytes", 4: "nodes 0 or above max_nodes, or rank >= nodes"}
 
 
@@ -68,7 +68,7 @@ class CollectiveEngine(wiring.Component):
         d = Signal(descriptor_layout(cfg))
         i = self.desc
         code = Mux((i.base[:5] != 0) | (i.stride[:5] != 0), 1,
-                   Mux((i.row_bytes == 0) | (i.row_bytes[:2] != 0), 2,
+                   Mux((i.row_bytes == 0) | ((i.op != CollectiveOp.ALL_GATHER) & (i.row_bytes[:2] != 0)), 2,
                        Mux(i.stride < i.row_bytes, 3,
                            Mux((i.nodes == 0) | (i.nodes > cfg.max_nodes) | (i.rank >= i.nodes), 4, 0))))
         go = Signal()                      # the units start a cycle after the descriptor is taken

@@ -11,7 +11,8 @@ from hw.arith.fp32_add import ADDER_CUTS
 from hw.config import check_choice, check_int, check_pow2
 from hw.ici.config import ICIConfig
 
-__all__ = ["CollectiveConfig", "CollectiveOp", "descriptor_layout", "command_layout", "HBM_BEAT_BYTES"]
+__all__ = ["CollectiveConfig", "CollectiveOp", "PodConfig", "descriptor_layout", "command_layout",
+           "HBM_BEAT_BYTES"]
 
 #: bytes of one HBM burst, the collective engine's AXI4 beat (as the GEMM engine's)
 HBM_BEAT_BYTES = 32
@@ -107,7 +108,8 @@ class CollectiveConfig:
 
 def descriptor_layout(cfg: CollectiveConfig) -> data.StructLayout:
     """One collective on one node. ``base``/``stride``: the array's first row and row pitch (bytes,
-    multiples of 32); ``rows`` (< 2**16) and ``row_bytes`` (a multiple of 4, 4 .. 65,532): its shape;
+    multiples of 32); ``rows`` (< 2**16) and ``row_bytes`` (1 .. 65,535; a multiple of 4 for a
+    reduction): its shape;
     chunks are row ranges (``numpy.array_split``); ``nodes`` (1 .. max_nodes) the ring, ``rank`` this
     node's place on it; ``bidirectional``: each chunk's first ceil(rows / 2) rows go clockwise, the
     rest counter-clockwise."""
@@ -128,3 +130,56 @@ def command_layout(cfg: CollectiveConfig) -> data.StructLayout:
         "addr": cfg.address_bits, "rows": 16, "hbm_beats": 12, "row_end": 1, "beats": 24,
         "local": 1, "remote": 1, "tx": 1, "hbm": 1,
     })
+
+
+@dataclass(frozen=True)
+class PodConfig:
+    """A pod: ``nodes`` slots on a bidirectional ring of ICI links, each a GEMM engine, a collective
+    engine and an HBM controller with five AXI4 ports (the engine's A, W and C, the collective
+    engine's two directions).
+
+    Attributes:
+        engine: each node's :class:`~hw.engine.EngineConfig` (the collective engine adds in its
+            format and subnormal mode, on its memory's address width).
+        link: the :class:`~hw.ici.config.ICIConfig` of every link.
+        nodes: slots on the ring, 1 .. 16.
+        absent: slots with no node (a failed chip): the ring closes around them, and the live nodes
+            take ranks 0, 1, ... in slot order. At least one node stays.
+        adder_cuts: see :class:`CollectiveConfig`.
+
+    Raises:
+        TypeError, ValueError: naming the field.
+    """
+
+    engine: object = None
+    link: ICIConfig = field(default_factory=lambda: ICIConfig(beat_bytes=8, rx_packets=16))
+    nodes: int = 4
+    absent: tuple = ()
+    adder_cuts: tuple = ("align", "norm", "out")
+
+    def __post_init__(self):
+        from hw.engine import EngineConfig
+
+        if self.engine is None:
+            object.__setattr__(self, "engine", EngineConfig())
+        if not isinstance(self.engine, EngineConfig):
+            raise TypeError(f"engine must be an EngineConfig; got {self.engine!r}")
+        check_int("nodes", self.nodes, 1, 16)
+        if not isinstance(self.absent, tuple) or any(isinstance(a, bool) or not isinstance(a, int)
+                                                     or not 0 <= a < self.nodes for a in self.absent):
+            raise ValueError(f"absent must be a tuple of slots 0 .. {self.nodes - 1}; got {self.absent!r}")
+        if len(set(self.absent)) >= self.nodes:
+            raise ValueError(f"absent leaves no node of {self.nodes}; got {self.absent!r}")
+        _ = self.collective   # checks the link against the engine
+
+    @property
+    def live(self) -> tuple[int, ...]:
+        """The slots with a node, in ring order (rank i is ``live[i]``)."""
+        return tuple(k for k in range(self.nodes) if k not in self.absent)
+
+    @property
+    def collective(self) -> CollectiveConfig:
+        max_nodes = max(2, 1 << (self.nodes - 1).bit_length())
+        e = self.engine
+        return CollectiveConfig(fmt=e.mxu.fmt, subnormals=e.mxu.subnormals, link=self.link,
+                                address_bits=e.hbm.address_bits, max_nodes=max_nodes, adder_cuts=self.adder_cuts)
