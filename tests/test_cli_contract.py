@@ -34,6 +34,7 @@ def work(tmp_path, monkeypatch):
     import sim.runner
     import sim.sweep
     import sim.synth
+    import verif.pod_sim
 
     def expensive(name):
         def fail(*a, **k):
@@ -50,6 +51,7 @@ def work(tmp_path, monkeypatch):
         (sim.demo_mlp, "train"),
         (sim.board, "build_bitstream"),
         (sim.sweep, "run_sweep"),
+        (verif.pod_sim, "run_pod_amaranth"),
     ):
         monkeypatch.setattr(module, name, expensive(f"{module.__name__}.{name}"))
     monkeypatch.chdir(tmp_path)
@@ -207,6 +209,15 @@ BAD = [
         "--hbm-scale: must be a fraction of the full traffic, above 0 and at most 1, not 'x'",
     ),
     (["report", "--sim", "xsim", "-o", "r"], {}, "argument --sim: invalid choice: 'xsim'"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "0", "--sharding", "dp"], {}, "argument --devices: must be"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "5", "--sharding", "dp"], {}, "--devices 5 is more than M = 4, the dimension dp shards"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "9", "--sharding", "tp-k"], {}, "--devices 9 is more than K = 8, the dimension tp-k shards"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "2", "--sharding", "pp"], {}, "argument --sharding: invalid choice: 'pp'"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "17", "--sharding", "dp"], {}, "nodes must be an integer from 1 to 16; got 17"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "4", "--absent", "4", "--sharding", "tp"], {}, "absent must be a tuple of slots 0 .. 3"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "2", "--absent", "x", "--sharding", "tp"], {}, "must be slot numbers separated by commas"),
+    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "2", "--sharding", "tp", "--link-bytes", "64"], {}, "argument --link-bytes: invalid choice"),
+    (["pod", "matmul", "a.npy", "nob.npy", "-o", "c.npy", "--devices", "2", "--sharding", "tp"], {}, "nob.npy"),
 ]
 
 #: sweep specifications of the table above (written by the fixture)

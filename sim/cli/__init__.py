@@ -1,10 +1,10 @@
 """The ``mxu`` command: generate Verilog, run GEMMs through the RTL (``mxu matmul``), synthesize
 (``mxu synth``), run the main job (``mxu demo``), use the FPGA board (``mxu board``) and measure
-how many bugs the regression catches (``mxu mutate``), sweep the design space on Ray (``mxu sweep``)
-and write a design-review page (``mxu report``).
+how many bugs the regression catches (``mxu mutate``), sweep the design space on Ray (``mxu sweep``),
+write a design-review page (``mxu report``) and run sharded GEMMs on a pod (``mxu pod``).
 
 One module per command (``generate``, ``matmul``, ``synth``, ``demo``, ``board``, ``mutate``, ``sweep``,
-``report`` in ``review``), each with ``add_parser(sub)`` and ``run(args)``; shared helpers in
+``report`` in ``review``, ``pod``), each with ``add_parser(sub)`` and ``run(args)``; shared helpers in
 ``errors``, ``options``, ``files`` and ``report``. Every subcommand prints ``--help`` with units; bad
 input prints one line ``mxu: error: ...`` on stderr and exits with status 2 (no traceback, no partial
 output); work longer than a few seconds shows a progress bar on stderr; machine-readable results go to
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import board, demo, generate, matmul, mutate, review, sweep, synth
+from . import board, demo, generate, matmul, mutate, pod, review, sweep, synth
 from .errors import Parser, UsageError
 from .files import progress_enabled
 
@@ -24,7 +24,7 @@ __all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
 
 #: The subcommands in the order ``mxu --help`` lists them, each a module with add_parser and run.
 COMMANDS = {"generate": generate, "matmul": matmul, "synth": synth, "demo": demo, "board": board,
-            "mutate": mutate, "sweep": sweep, "report": review}
+            "mutate": mutate, "sweep": sweep, "report": review, "pod": pod}
 
 
 def _one_line(text: str) -> str:

@@ -1,0 +1,183 @@
+"""``mxu pod matmul``: one GEMM sharded over a pod of GEMM engines on an ICI ring, checked bit for bit."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .errors import UsageError
+from .files import check_out_file, gemm_shape, initial_c, load_npy, operand, progress_enabled
+from .options import FMTS, SUBNORMALS, engine_size_arg, npy_path_arg, positive_arg, stages_arg
+from .report import finish_gemm
+
+__all__ = ["add_parser", "run"]
+
+SHARDINGS = ("dp", "tp", "fsdp", "tp-k")
+#: the pod's simulators: the Amaranth simulator, each node's memory a checked behavioural AXI4 memory
+POD_SIMULATORS = ("amaranth",)
+LINK_BYTES = (4, 8, 16, 32)
+
+
+def _absent_arg(text: str) -> tuple[int, ...]:
+    try:
+        slots = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be slot numbers separated by commas, not {text!r}") from None
+    return slots
+
+
+def add_parser(sub) -> None:
+    """Add the ``pod`` command (with its ``matmul`` subcommand) to the ``mxu`` parser's subparsers."""
+    pod = sub.add_parser("pod", help="run sharded GEMMs on a pod of GEMM engines joined by an ICI ring")
+    psub = pod.add_subparsers(dest="pod_command", metavar="POD_COMMAND", parser_class=type(pod))
+    psub.required = True
+    m = psub.add_parser(
+        "matmul", help="one GEMM C = A @ B (+ C0) sharded over the pod, checked bit for bit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="""\
+Shard C = C0 + A @ B over --devices nodes of a pod (each a GEMM engine, a collective engine and its
+memory, on a bidirectional ring of ICI links), run it through the pod's RTL, compare every result
+bit for bit with the golden model of the sharding (verif.golden.collectives.sharded_matmul), write C
+and print one JSON object on stdout.
+
+Shardings (shards as numpy.array_split, node r gets part r):
+  dp    A by rows (the batch), B on every node; C comes back by rows.
+  tp    B by columns (tensor parallel), A on every node; C comes back by columns.
+  fsdp  B stored by rows, all-gathered by the collective engines before the product; A by rows.
+  tp-k  A by columns and B by rows: each node a partial product over its slice of K (node 0's from
+        C0), summed by the collective engines' all-reduce (reduce-scatter then all-gather, adds in
+        the ring order the golden model defines); every node ends with all of C.
+dp, tp and fsdp give the single engine's bits (verif.golden.matmul); tp-k its own order's.
+
+Inputs follow mxu matmul's rules (A is M x K, B is K x N, .npy; --bits for raw bit patterns).
+
+JSON fields: m, k, n, devices, slots, absent, sharding, bidirectional, rows, cols, stages, fmt,
+subnormals, link_bytes, link_latency, sim, gemm_cycles (per node, start to done), collective_cycles
+(per node, each collective), phase_cycles (the pod's cycles per phase: collectives before, GEMMs,
+collectives after, each from the first start to the last node's done), pod_cycles (their sum),
+collective_payload_beats (link beats of data the collectives sent, all links), link_utilization
+(those beats over the collective phases' cycles times the links in use), replays and crc_errors
+(all links), nodes_differ (tp-k: ranks whose copy of C is not node 0's), single_engine_cycles (the
+same GEMM on one node of the same pod), scaling_efficiency (single_engine_cycles / (devices *
+pod_cycles)), bitexact, mismatches, wall_s, output.
+
+Exit status: 0 when every result is bit-exact; 1 when any differs (C.npy still written, holding
+the RTL's results) or a node reports an error; 2 for bad input (one line on stderr, nothing
+written).""")
+    m.add_argument("a", type=npy_path_arg, metavar="A.npy", help="left operand, M x K")
+    m.add_argument("b", type=npy_path_arg, metavar="B.npy", help="right operand, K x N")
+    m.add_argument("-o", "--out", required=True, type=npy_path_arg, metavar="C.npy",
+                   help="where to write the M x N result (.npy; written atomically)")
+    m.add_argument("--c", type=npy_path_arg, default=None, metavar="C0.npy",
+                   help="initial accumulator, M x N (float32; integers for int8); default +0")
+    m.add_argument("--devices", type=positive_arg, required=True, metavar="N",
+                   help="slots on the ring, 1..16 (nodes: N less the --absent ones)")
+    m.add_argument("--sharding", choices=SHARDINGS, required=True, help="how C = A @ B is split (see above)")
+    m.add_argument("--absent", type=_absent_arg, default=(), metavar="K[,K..]",
+                   help="slots with no node (a failed chip): the ring closes around them")
+    m.add_argument("--bidirectional", action="store_true",
+                   help="collectives send half of each chunk each way round the ring")
+    m.add_argument("--rows", type=engine_size_arg, default=4, help="each engine's PE rows, a power of two (default 4)")
+    m.add_argument("--cols", type=engine_size_arg, default=4, help="each engine's PE columns (default 4)")
+    m.add_argument("--fmt", choices=FMTS, default="bf16", help="input format (default: bf16)")
+    m.add_argument("--subnormals", choices=SUBNORMALS, default="ftz", help="ftz (default) or ieee")
+    m.add_argument("--stages", type=stages_arg, default=2, help="pipeline stages of each PE's MAC, 1..9 (default 2)")
+    m.add_argument("--bits", action="store_true", help="A and B hold raw bit patterns (as mxu matmul)")
+    m.add_argument("--link-bytes", type=int, choices=LINK_BYTES, default=8, help="ICI link width, bytes per cycle")
+    m.add_argument("--link-latency", type=positive_arg, default=4, metavar="L",
+                   help="one-way link latency, cycles (SerDes and cable; default 4)")
+    m.add_argument("--sim", choices=POD_SIMULATORS, default="amaranth",
+                   help="simulator: amaranth (the Amaranth simulator; each node's memory a checked "
+                        "behavioural AXI4 memory in place of its HBM controller)")
+
+
+def run(args) -> int:
+    """Run ``mxu pod matmul``; returns the exit status."""
+    t0 = time.perf_counter()
+    check_out_file(args.out, suffix=".npy")
+    m, k, n = gemm_shape(args.a, args.b, args.c)
+
+    import numpy as np
+
+    from hw.engine import EngineConfig
+    from hw.ici.config import ICIConfig
+    from hw.pod.config import PodConfig
+    from verif.collective_model import ring_steps
+    from verif.golden import compare_bits
+    from verif.golden.collectives import sharded_matmul
+    from verif.pod_host import assemble, plan_matmul
+    from verif.pod_sim import run_pod_amaranth
+
+    try:
+        engine = EngineConfig.from_options(rows=args.rows, cols=args.cols, fmt=args.fmt, subnormals=args.subnormals,
+                                           stages=args.stages)
+        link = ICIConfig(beat_bytes=args.link_bytes, latency_cycles=args.link_latency, rx_packets=16)
+        cfg = PodConfig(engine=engine, link=link, nodes=args.devices, absent=args.absent)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    fmt, sub = engine.mxu.fmt, engine.mxu.subnormals
+    devices = len(cfg.live)
+    a = operand(load_npy(args.a, "A"), "A", args.a, fmt, args.bits)
+    b = operand(load_npy(args.b, "B"), "B", args.b, fmt, args.bits)
+    c = initial_c(load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
+    try:
+        plan = plan_matmul(cfg, a, b, c, args.sharding, bidirectional=args.bidirectional)
+        single = plan_matmul(PodConfig(engine=engine, link=link, nodes=1), a, b, c, "dp")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    bar = None
+    if progress_enabled():
+        import sys
+
+        from tqdm import tqdm
+        bar = tqdm(total=2, desc="pod", unit="run", file=sys.stderr, leave=False,
+                   bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
+        bar.set_postfix_str(f"{devices} nodes, {args.sharding}")
+    try:
+        res = run_pod_amaranth(cfg, plan)
+        if bar:
+            bar.update(1)
+            bar.set_postfix_str("the same GEMM on one node")
+        one = run_pod_amaranth(PodConfig(engine=engine, link=link, nodes=1), single)
+    except AssertionError as e:     # a node's error status, a protocol error or a hang
+        raise RuntimeError(str(e).splitlines()[0]) from None
+    finally:
+        if bar:
+            bar.close()
+    colls = [x for nd in plan.nodes for x in nd.before + nd.after]
+    payload = 0
+    for op, _, _, rows, row_bytes in {(x[0], 0, 0, x[3], x[4]) for x in colls}:
+        for nd in plan.nodes:
+            for ccw in (False, True):
+                payload += sum(s.beats for s in ring_steps(cfg.collective, op, rows, row_bytes, devices, nd.rank,
+                                                           bidirectional=args.bidirectional, ccw=ccw) if s.tx)
+    phases = res["phase_cycles"]
+    n_before = max(len(nd.before) for nd in plan.nodes)
+    coll_cycles = sum(phases[:n_before]) + sum(phases[n_before + 1:])
+    links = devices * (2 if args.bidirectional else 1)
+    pod_cycles = sum(phases)
+    report = {
+        "m": m, "k": k, "n": n, "devices": devices, "slots": args.devices, "absent": list(args.absent),
+        "sharding": args.sharding, "bidirectional": args.bidirectional, "rows": args.rows, "cols": args.cols,
+        "stages": args.stages, "fmt": fmt, "subnormals": sub, "link_bytes": args.link_bytes,
+        "link_latency": args.link_latency, "sim": args.sim,
+        "gemm_cycles": res["gemm_cycles"], "collective_cycles": res["collective_cycles"], "phase_cycles": phases,
+        "pod_cycles": pod_cycles, "collective_payload_beats": payload,
+        "link_utilization": round(payload / (coll_cycles * links), 4) if coll_cycles and devices > 1 else None,
+        "replays": res["links"]["replays"], "crc_errors": res["links"]["crc_errors"],
+        "single_engine_cycles": one["gemm_cycles"][0],
+        "scaling_efficiency": round(one["gemm_cycles"][0] / (devices * pod_cycles), 4),
+        "nodes_differ": None, "bitexact": None, "mismatches": None, "wall_s": None, "output": None,
+    }
+    rtl = assemble(plan, res["results"]).view(np.uint32)
+    golden = sharded_matmul(a, b, c, devices=devices, sharding=args.sharding, fmt=fmt, subnormals=sub,
+                            bidirectional=args.bidirectional).view(np.uint32)
+    differ = [r for r, x in enumerate(res["results"]) if args.sharding == "tp-k"
+              and not np.array_equal(x.view(np.uint32), rtl)]
+    report["nodes_differ"] = differ
+    status = finish_gemm(args.out, "fp32", fmt, report, rtl, golden, compare_bits(rtl, golden), t0, source="pod")
+    if differ:
+        import sys
+        print(f"mxu: nodes {differ} hold a C that differs from node 0's", file=sys.stderr)
+        return 1
+    return status
