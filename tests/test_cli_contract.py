@@ -22,7 +22,8 @@ from sim.cli import UsageError, main
 from sim.cli.files import progress_enabled as _progress_enabled
 
 ROOT = Path(__file__).resolve().parents[1]
-UNWRITABLE = "/proc/mxu-no-such-folder"  # no file can be created under /proc, not even by root
+UNWRITABLE = "/proc/mxu-no-such-folder"
+POD = ["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy"]  # no file can be created under /proc, not even by root
 
 
 @pytest.fixture
@@ -209,14 +210,14 @@ BAD = [
         "--hbm-scale: must be a fraction of the full traffic, above 0 and at most 1, not 'x'",
     ),
     (["report", "--sim", "xsim", "-o", "r"], {}, "argument --sim: invalid choice: 'xsim'"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "0", "--sharding", "dp"], {}, "argument --devices: must be"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "5", "--sharding", "dp"], {}, "--devices 5 is more than M = 4, the dimension dp shards"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "9", "--sharding", "tp-k"], {}, "--devices 9 is more than K = 8, the dimension tp-k shards"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "2", "--sharding", "pp"], {}, "argument --sharding: invalid choice: 'pp'"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "17", "--sharding", "dp"], {}, "nodes must be an integer from 1 to 16; got 17"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "4", "--absent", "4", "--sharding", "tp"], {}, "absent must be a tuple of slots 0 .. 3"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "2", "--absent", "x", "--sharding", "tp"], {}, "must be slot numbers separated by commas"),
-    (["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "2", "--sharding", "tp", "--link-bytes", "64"], {}, "argument --link-bytes: invalid choice"),
+    ([*POD, "--devices", "0", "--sharding", "dp"], {}, "argument --devices: must be"),
+    ([*POD, "--devices", "5", "--sharding", "dp"], {}, "--devices 5 is more than M = 4, the dimension dp shards"),
+    ([*POD, "--devices", "9", "--sharding", "tp-k"], {}, "--devices 9 is more than K = 8, the dimension tp-k shards"),
+    ([*POD, "--devices", "2", "--sharding", "pp"], {}, "argument --sharding: invalid choice: 'pp'"),
+    ([*POD, "--devices", "17", "--sharding", "dp"], {}, "nodes must be an integer from 1 to 16; got 17"),
+    ([*POD, "--devices", "4", "--absent", "4", "--sharding", "tp"], {}, "absent must be a tuple of slots 0 .. 3"),
+    ([*POD, "--devices", "2", "--absent", "x", "--sharding", "tp"], {}, "must be slot numbers separated by commas"),
+    ([*POD, "--devices", "2", "--sharding", "tp", "--link-bytes", "64"], {}, "argument --link-bytes: invalid choice"),
     (["pod", "matmul", "a.npy", "nob.npy", "-o", "c.npy", "--devices", "2", "--sharding", "tp"], {}, "nob.npy"),
 ]
 
