@@ -590,6 +590,45 @@ def mutation(d) -> Table:
     )
 
 
+def collectives(d) -> Table:
+    """Collectives on a ring of collective engines: RTL cycles, the cost model, the textbook ring
+    and the link utilization (``python -m bench.collectives``)."""
+    rows = []
+    for r in d["points"]:
+        rows.append(
+            [
+                r["op"].replace("_", "-"),
+                _n(r["nodes"]),
+                "both" if r["bidirectional"] else "one",
+                _n(r["bytes_per_node"]),
+                _n(r["cycles"]),
+                _n(r["model_cycles"]),
+                _pct(r["model_error"]),
+                _n(r["formula_cycles"]),
+                _pct(r["link_utilization"]),
+                _pct(r["framing_bound"]),
+                "yes" if r["bitexact"] else "NO",
+            ]
+        )
+    return Table(
+        [
+            "collective",
+            "nodes",
+            "ring directions",
+            "bytes per node",
+            "RTL cycles",
+            "model cycles",
+            "model error",
+            "ring formula (cycles)",
+            "link utilization",
+            "framing bound",
+            "bit-exact",
+        ],
+        rows,
+        derived={"model error": "(model_cycles - cycles) / cycles, signed"},
+    )
+
+
 def sweep(d) -> Table:
     """One row per point of an ``mxu sweep`` (its sweep.json): configuration, status, cells, Fmax and
     the GEMM's throughput at that Fmax."""
@@ -656,6 +695,7 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
     "fmax_system": (lambda d: fmax(d, hbm=False), False),
     "mutation": (mutation, False),
+    "collectives": (collectives, False),
     "sweep": (sweep, False),
 }
 

@@ -10,6 +10,7 @@ Directives (MyST: ```` ```{mxu-table} gemm bench/results/gemm_bench.json ```` ``
 
     mxu-table KIND SOURCE     a bench.tables table and the file(s) it came from
     mxu-reference NAME        registers | errors | jedec-rules | jedec-other | timing-sets | presets | targets
+                              | pod-registers | pod-errors
 """
 
 from __future__ import annotations
@@ -91,6 +92,14 @@ def _reference(name: str) -> str:
                 for t in TARGETS.values()
             ],
         )
+    if name == "pod-registers":
+        from hw.pod.csr import collective_register_table
+
+        return collective_register_table()
+    if name == "pod-errors":
+        from hw.pod import ERRORS
+
+        return _md(["code", "meaning"], ERRORS.items())
     raise ValueError(f"mxu-reference: unknown table {name!r}")
 
 
