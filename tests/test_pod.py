@@ -123,8 +123,28 @@ def test_mxu_pod_matmul_end_to_end(tmp_path, capsys, monkeypatch):
     b = rng.integers(-128, 128, (6, 3)).astype(np.int8)
     np.save("a.npy", a)
     np.save("b.npy", b)
-    rc = main(["pod", "matmul", "a.npy", "b.npy", "-o", "c.npy", "--devices", "3", "--absent", "1",
-               "--sharding", "fsdp", "--fmt", "int8", "--rows", "2", "--cols", "2"])
+    rc = main(
+        [
+            "pod",
+            "matmul",
+            "a.npy",
+            "b.npy",
+            "-o",
+            "c.npy",
+            "--devices",
+            "3",
+            "--absent",
+            "1",
+            "--sharding",
+            "fsdp",
+            "--fmt",
+            "int8",
+            "--rows",
+            "2",
+            "--cols",
+            "2",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 0, err
     rep = json.loads(out)

@@ -172,6 +172,17 @@ class PodConfig:
             raise ValueError(f"absent leaves no node of {self.nodes}; got {self.absent!r}")
         _ = self.collective   # checks the link against the engine
 
+    def as_dict(self) -> dict:
+        return {"engine": self.engine.as_dict(), "link": self.link.as_dict(), "nodes": self.nodes,
+                "absent": list(self.absent), "adder_cuts": list(self.adder_cuts)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PodConfig:
+        from hw.engine import EngineConfig
+
+        return cls(engine=EngineConfig.from_dict(d["engine"]), link=ICIConfig(**d["link"]), nodes=d["nodes"],
+                   absent=tuple(d["absent"]), adder_cuts=tuple(d["adder_cuts"]))
+
     @property
     def live(self) -> tuple[int, ...]:
         """The slots with a node, in ring order (rank i is ``live[i]``)."""

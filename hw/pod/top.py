@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.ici.channel import ICIChannel
+from hw.instance import ModuleInstance
 
 from .config import PodConfig
 from .node import PodNode
@@ -29,10 +30,15 @@ class PodTop(wiring.Component):
     Args:
         config: :class:`~hw.pod.config.PodConfig`.
         memory: the nodes' memory, "hbm" or "axi" (see PodNode).
+        node_name, link_name: instantiate every node (link) as the Verilog module of this name
+            (:class:`~hw.instance.ModuleInstance`: the nodes are equal, and so are the links, so their
+            logic is converted and compiled once; Verilog generation, see
+            :func:`verif.hdl.pod_sim_top.pod_sim_verilog`).
     """
 
-    def __init__(self, config: PodConfig, memory: str = "hbm"):
-        self.config, self.memory = config, memory
+    def __init__(self, config: PodConfig, memory: str = "hbm", *, node_name: str | None = None,
+                 link_name: str | None = None):
+        self.config, self.memory, self.node_name, self.link_name = config, memory, node_name, link_name
         self.nodes = {k: PodNode(config, memory) for k in config.live}
         self.links = {(k, d): ICIChannel(config.link) for k in config.live for d in ("cw", "ccw")}
         members = {}
@@ -52,11 +58,11 @@ class PodTop(wiring.Component):
         live = self.config.live
         for i, k in enumerate(live):
             node = self.nodes[k]
-            m.submodules[f"node{k}"] = node
+            m.submodules[f"node{k}"] = node if self.node_name is None else ModuleInstance(node, self.node_name)
             nxt, prv = self.nodes[live[(i + 1) % len(live)]], self.nodes[live[i - 1]]
             for d, dest in (("cw", nxt), ("ccw", prv)):
                 ch = self.links[k, d]
-                m.submodules[f"link_{d}{k}"] = ch
+                m.submodules[f"link_{d}{k}"] = ch if self.link_name is None else ModuleInstance(ch, self.link_name)
                 wiring.connect(m, getattr(node, f"tx_{d}"), ch.inp)
                 wiring.connect(m, ch.out, getattr(dest, f"rx_{d}"))
                 m.d.comb += [ch.flip.eq(getattr(self, f"flip_{d}{k}")),

@@ -41,12 +41,14 @@ bit for bit with the golden model of the sharding (verif.golden.collectives.shar
 and print one JSON object on stdout.
 
 Shardings (shards as numpy.array_split, node r gets part r):
-  dp    A by rows (the batch), B on every node; C comes back by rows.
-  tp    B by columns (tensor parallel), A on every node; C comes back by columns.
-  fsdp  B stored by rows, all-gathered by the collective engines before the product; A by rows.
-  tp-k  A by columns and B by rows: each node a partial product over its slice of K (node 0's from
-        C0), summed by the collective engines' all-reduce (reduce-scatter then all-gather, adds in
-        the ring order the golden model defines); every node ends with all of C.
+
+- dp: A by rows (the batch), B on every node; C comes back by rows.
+- tp: B by columns (tensor parallel), A on every node; C comes back by columns.
+- fsdp: B stored by rows, all-gathered by the collective engines before the product; A by rows.
+- tp-k: A by columns and B by rows, each node a partial product over its slice of K (node 0's
+  from C0), summed by the collective engines' all-reduce (reduce-scatter then all-gather, adds in
+  the ring order the golden model defines); every node ends with all of C.
+
 dp, tp and fsdp give the single engine's bits (verif.golden.matmul); tp-k its own order's.
 
 Inputs follow mxu matmul's rules (A is M x K, B is K x N, .npy; --bits for raw bit patterns).

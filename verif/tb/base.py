@@ -28,6 +28,7 @@ import numpy as np
 
 from hw.engine import ENGINE_ID, PERF_COUNTERS, REG, EngineConfig
 from hw.hbm.config import HBMConfig
+from hw.pod.config import PodConfig
 from verif.gemm_host import check_untouched, layout, peek_matrix, poke_matrix, register_writes
 from verif.hbm_harness import Pins, device_cycle
 
@@ -101,6 +102,30 @@ class GemmTbConfig(_EnvConfig):
     trace: str | None = None
     stored_rows: int = 256
     device_hbm: HBMConfig | None = None
+
+
+@dataclass(frozen=True)
+class PodTbConfig(_EnvConfig):
+    """Configuration of the pod bench (:mod:`verif.tb.pod_tb`).
+
+    pod: the :class:`hw.pod.config.PodConfig`. nodes: one dict per live node in rank order
+    (:func:`sim.pod.bench_plan`): ``slot``, ``rank``, ``loads`` (``[base, stride, npz key]``),
+    ``gemm_writes``, ``before`` / ``after`` (the collectives' register writes, one list each),
+    ``result`` (``[base, stride, rows, row bytes]``). arrays_npz: the loads' raw bytes. out_npz: where
+    the results go. stored_rows: rows per bank of the device models. timeout_cycles: per phase.
+    flip_p, seed: each link beat corrupted with this probability (Python every cycle when > 0).
+    """
+
+    ENV: ClassVar[str] = "POD_TB_CONFIG"
+    _CONFIGS: ClassVar[dict[str, type]] = {"pod": PodConfig}
+    pod: PodConfig = None
+    nodes: list = field(default_factory=list)
+    arrays_npz: str = ""
+    out_npz: str = ""
+    stored_rows: int = 256
+    timeout_cycles: int = 2_000_000
+    flip_p: float = 0.0
+    seed: int = 1
 
 
 @dataclass(frozen=True)
@@ -228,15 +253,16 @@ class Backdoor(Protocol):
 
 
 class HdlBackdoor:
-    """The HDL device models' storage (``dev<k>.store.mem`` of :class:`verif.hdl.gemm_sim_top.GEMMSimTop`)
-    through the simulator's handles."""
+    """The HDL device models' storage (``dev<k>.store.mem`` of :class:`verif.hdl.gemm_sim_top.GEMMSimTop`,
+    or the instances ``names`` in pseudo-channel order) through the simulator's handles."""
 
-    def __init__(self, dut, config: HBMConfig, stored_rows: int):
+    def __init__(self, dut, config: HBMConfig, stored_rows: int, names: list[str] | None = None):
         from verif.gemm_host import FILL
         from verif.hdl.hbm_device import HBMDeviceHDL
 
         self.config = config
-        self.mems = [getattr(dut, f"dev{k}").store.mem for k in range(config.pseudo_channels)]
+        names = names or [f"dev{k}" for k in range(config.pseudo_channels)]
+        self.mems = [getattr(dut, name).store.mem for name in names]
         self.model = HBMDeviceHDL(config, stored_rows=stored_rows, fill=FILL)  # for word_index only
         self.bb = config.burst_bytes
 
