@@ -27,12 +27,39 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["merge_register_processes", "enabled"]
+__all__ = ["merge_register_processes", "wake_comb_processes", "rewrite", "enabled"]
 
 # exactly the two-line form Yosys writes for a $dff: the event line, then one complete non-blocking
 # assignment on one line
 _ONE_REGISTER = re.compile(r"^  always @\(posedge (\S+)\)\n    ([^\n;]*<=[^\n]*;)\n", re.M)
 _MODULE = re.compile(r"(?=^module )", re.M)
+
+
+# the register Yosys's write_verilog adds to every module with combinational processes, for them to
+# be sensitive to: "reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;"
+_WAKE_REG = re.compile(r"^  reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;\n", re.M)
+
+
+def wake_comb_processes(verilog: str) -> str:
+    """``verilog`` with every module's wake-up register set to 1 once more after time 0.
+
+    Yosys makes each ``always @*`` process of a module read a register initialized to 0 in its
+    declaration, so that the change at time 0 runs every process once. Icarus runs declaration
+    initializers as time-0 statements in no fixed order with the processes, so a process that has
+    not started waiting yet misses the change; if none of its inputs changes later it never runs,
+    and its outputs stay X for the whole simulation. Seen in the ICI transmitter, whose ``flit.valid``
+    depends only on a state register that reset leaves at its initial value: the wire clocked the X
+    in, the credits went X and the pod's collectives hung. ``initial #0`` runs after every process
+    has started waiting (the inactive region), so all of them see it.
+    """
+    return _WAKE_REG.sub(lambda m: f"{m.group(0)}  initial #0 {m.group(1)} = 1;\n", verilog)
+
+
+def rewrite(verilog: str) -> str:
+    """What an Icarus build compiles: :func:`wake_comb_processes` always (correctness), and
+    :func:`merge_register_processes` unless :func:`enabled` says no (speed)."""
+    text = wake_comb_processes(verilog)
+    return merge_register_processes(text) if enabled() else text
 
 
 def enabled() -> bool:

@@ -61,8 +61,10 @@ def _stored_rows(cfg: PodConfig, end: int) -> int:
 
 
 def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0, seed: int = 1,
-            timeout_cycles: int = 2_000_000) -> dict:
+            timeout_cycles: int = 2_000_000, waves: str | None = None) -> dict:
     """Run ``plan`` on the pod ``cfg`` in ``sim`` ("verilator" or "icarus").
+
+    ``waves``: write a waveform there (.fst or .vcd).
 
     Returns:
         the dict of :func:`verif.pod_sim.run_pod_amaranth` (``results``, ``gemm_cycles``,
@@ -87,7 +89,8 @@ def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0
         np.savez(tmp / "arrays.npz", **arrays)
         conf = PodTbConfig(pod=cfg, nodes=nodes, arrays_npz=str(tmp / "arrays.npz"), out_npz=str(tmp / "out.npz"),
                            stored_rows=stored, timeout_cycles=timeout_cycles, flip_p=flip_p, seed=seed)
-        res = run_cocotb([verilog], "pod_sim", "verif.tb.pod_tb", simulator=sim, env=conf.env())
+        res = run_cocotb([verilog], "pod_sim", "verif.tb.pod_tb", simulator=sim, env=conf.env(),
+                         waves_path=Path(waves).resolve() if waves else None)
         if res.failed or not (tmp / "out.npz").is_file():
             raise RuntimeError(f"pod testbench failed on {sim}:\n{res.log_tail()}")
         out = dict(np.load(tmp / "out.npz"))

@@ -461,7 +461,7 @@ def _build_key(
     else:  # the sources are compiled as sim.icarus rewrites them
         from sim import icarus
 
-        config["source_rewrite"] = "merge_register_processes" if icarus.enabled() else None
+        config["source_rewrite"] = "wake+merge_register_processes" if icarus.enabled() else "wake"
     if public:  # only a ports-only build: an "all" build keeps the key it always had
         config.update(public)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
@@ -793,10 +793,10 @@ def _build(
         build_args = [str(build_dir / "ports.vlt"), *build_args]
     from sim import icarus
 
-    if simulator == "icarus" and icarus.enabled():
+    if simulator == "icarus":
         rewritten = build_dir / "src"
         rewritten.mkdir()
-        sources = [_write_rewritten(rewritten, p, icarus.merge_register_processes) for p in sources]
+        sources = [_write_rewritten(rewritten, p, icarus.rewrite) for p in sources]
     build_log = build_dir / "build.log"
     try:
         runner.build(

@@ -32,6 +32,7 @@ def work(tmp_path, monkeypatch):
     import sim.board
     import sim.demo_mlp
     import sim.gemm
+    import sim.pod
     import sim.runner
     import sim.sweep
     import sim.synth
@@ -53,6 +54,7 @@ def work(tmp_path, monkeypatch):
         (sim.board, "build_bitstream"),
         (sim.sweep, "run_sweep"),
         (verif.pod_sim, "run_pod_amaranth"),
+        (sim.pod, "run_pod"),
     ):
         monkeypatch.setattr(module, name, expensive(f"{module.__name__}.{name}"))
     monkeypatch.chdir(tmp_path)

@@ -459,11 +459,13 @@ def test_module_verilog_is_cached_on_disk_across_processes(tmp_path, monkeypatch
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("simulator", ["icarus"], indirect=True)
-def test_icarus_builds_compile_the_merged_sources(simulator: str, adder_v: Path, tmp_path: Path, monkeypatch) -> None:
-    """An Icarus build compiles sim.icarus's rewrite of the sources (the build folder holds it, one
-    clocked process per clock) and passes; MXU_ICARUS_MERGE=0 builds the sources as they are, under
-    another cache key."""
-    from sim.icarus import merge_register_processes
+def test_icarus_builds_compile_the_rewritten_sources(
+    simulator: str, adder_v: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """An Icarus build compiles sim.icarus's rewrite of the sources (the build folder holds it: the
+    combinational processes woken after time 0, one clocked process per clock) and passes;
+    MXU_ICARUS_MERGE=0 leaves the clocked processes as they are, under another cache key."""
+    from sim.icarus import merge_register_processes, wake_comb_processes
 
     env = {"MXU_TB_CONFIG": json.dumps({"width": 8, "beats": 50})}
     stamps = {}
@@ -474,11 +476,24 @@ def test_icarus_builds_compile_the_merged_sources(simulator: str, adder_v: Path,
         assert (result.passed, result.failed) == (2, 0), _describe(result)
         stamps[merge] = json.loads((build / runner._STAMP).read_text())
         rewritten = build / "src" / adder_v.name
-        if merge == "1":
-            assert rewritten.read_text() == merge_register_processes(adder_v.read_text())
-        else:
-            assert not rewritten.exists()
+        woken = wake_comb_processes(adder_v.read_text())
+        assert rewritten.read_text() == (merge_register_processes(woken) if merge == "1" else woken)
         compiled = (build / "sim.vvp").read_text(errors="replace")  # vvp lists the files it was built from
-        assert (f'"{rewritten}"' in compiled) == (merge == "1")
-        assert (f'"{adder_v}"' in compiled) == (merge == "0")
+        assert f'"{rewritten}"' in compiled and f'"{adder_v}"' not in compiled
     assert stamps["1"]["key"] != stamps["0"]["key"]
+
+
+def test_wake_comb_processes_adds_a_second_event_after_time_zero() -> None:
+    """Each module's Yosys wake-up register gets an ``initial #0`` that sets it again, right after
+    its declaration; the rest of the text is unchanged."""
+    from sim.icarus import wake_comb_processes
+
+    src = (
+        "module a(o);\n  reg \\$auto$verilog_backend.cc:2355:dump_module$7  = 0;\n  output reg o;\n"
+        "  always @* begin\n    if (\\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end\n    o = 1'h0;\n"
+        "  end\nendmodule\nmodule b;\nendmodule\n"
+    )
+    assert wake_comb_processes(src) == src.replace(
+        "dump_module$7  = 0;\n",
+        "dump_module$7  = 0;\n  initial #0 \\$auto$verilog_backend.cc:2355:dump_module$7  = 1;\n",
+    )

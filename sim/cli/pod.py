@@ -6,15 +6,17 @@ import argparse
 import time
 
 from .errors import UsageError
-from .files import check_out_file, gemm_shape, initial_c, load_npy, operand, progress_enabled
+from .files import check_build_dir, check_out_file, gemm_shape, initial_c, load_npy, operand, progress_enabled
 from .options import FMTS, SUBNORMALS, engine_size_arg, npy_path_arg, positive_arg, stages_arg
 from .report import finish_gemm
 
 __all__ = ["add_parser", "run"]
 
 SHARDINGS = ("dp", "tp", "fsdp", "tp-k")
-#: the pod's simulators: the Amaranth simulator, each node's memory a checked behavioural AXI4 memory
-POD_SIMULATORS = ("amaranth",)
+#: the pod's simulators: Verilator and Icarus run every node's HBM controller with the HDL device
+#: models and JEDEC checkers; "amaranth" runs the Amaranth simulator with a checked behavioural AXI4
+#: memory in place of each node's controller (no build, slow per cycle: small shapes)
+POD_SIMULATORS = ("verilator", "icarus", "amaranth")
 LINK_BYTES = (4, 8, 16, 32)
 
 
@@ -88,9 +90,12 @@ written).""")
     m.add_argument("--link-bytes", type=int, choices=LINK_BYTES, default=8, help="ICI link width, bytes per cycle")
     m.add_argument("--link-latency", type=positive_arg, default=4, metavar="L",
                    help="one-way link latency, cycles (SerDes and cable; default 4)")
-    m.add_argument("--sim", choices=POD_SIMULATORS, default="amaranth",
-                   help="simulator: amaranth (the Amaranth simulator; each node's memory a checked "
-                        "behavioural AXI4 memory in place of its HBM controller)")
+    m.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=1, metavar="P",
+                   help="HBM pseudo-channels of each node's memory: 1 (default), 2 or 4")
+    m.add_argument("--sim", choices=POD_SIMULATORS, default="verilator",
+                   help="verilator (default) or icarus: every node's HBM controller, device models and JEDEC "
+                        "checkers in the netlist; amaranth: the Amaranth simulator, each node's memory a checked "
+                        "behavioural AXI4 memory in place of its controller (no build; small shapes)")
 
 
 def run(args) -> int:
@@ -112,7 +117,7 @@ def run(args) -> int:
 
     try:
         engine = EngineConfig.from_options(rows=args.rows, cols=args.cols, fmt=args.fmt, subnormals=args.subnormals,
-                                           stages=args.stages)
+                                           stages=args.stages, pseudo_channels=args.pseudo_channels)
         link = ICIConfig(beat_bytes=args.link_bytes, latency_cycles=args.link_latency, rx_packets=16)
         cfg = PodConfig(engine=engine, link=link, nodes=args.devices, absent=args.absent)
     except (TypeError, ValueError) as e:
@@ -135,12 +140,27 @@ def run(args) -> int:
         bar = tqdm(total=2, desc="pod", unit="run", file=sys.stderr, leave=False,
                    bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
         bar.set_postfix_str(f"{devices} nodes, {args.sharding}")
+    if args.sim == "amaranth":
+        def run_on(c, p):
+            return run_pod_amaranth(c, p)
+    else:
+        from sim import toolchain
+        from sim.pod import run_pod
+
+        check_build_dir()
+        try:
+            toolchain.check_simulator(args.sim)
+        except toolchain.SimulatorUnavailable as e:
+            raise UsageError(str(e)) from None
+
+        def run_on(c, p):
+            return run_pod(c, p, sim=args.sim)
     try:
-        res = run_pod_amaranth(cfg, plan)
+        res = run_on(cfg, plan)
         if bar:
             bar.update(1)
             bar.set_postfix_str("the same GEMM on one node")
-        one = run_pod_amaranth(PodConfig(engine=engine, link=link, nodes=1), single)
+        one = run_on(PodConfig(engine=engine, link=link, nodes=1), single)
     except AssertionError as e:     # a node's error status, a protocol error or a hang
         raise RuntimeError(str(e).splitlines()[0]) from None
     finally:
