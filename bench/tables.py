@@ -629,6 +629,37 @@ def collectives(d) -> Table:
     )
 
 
+def pod_scaling(d) -> Table:
+    """A data-parallel GEMM over 1-8 nodes of the pod: cycles and scaling efficiency
+    (``python -m bench.pod_scaling``)."""
+    rows = []
+    for r in d["points"]:
+        g = r["gemm_cycles"]
+        rows.append(
+            [
+                _n(r["nodes"]),
+                f"{r['m']}x{r['k']}x{r['n']}",
+                _n(r["pod_cycles"]),
+                _n(min(g)),
+                _n(max(g)),
+                _pct(r["scaling_efficiency"]),
+                "yes" if r["bitexact"] else "NO",
+            ]
+        )
+    return Table(
+        [
+            "nodes",
+            "GEMM (M x K x N)",
+            "pod cycles",
+            "fastest node's GEMM cycles",
+            "slowest node's GEMM cycles",
+            "scaling efficiency",
+            "bit-exact",
+        ],
+        rows,
+    )
+
+
 def sweep(d) -> Table:
     """One row per point of an ``mxu sweep`` (its sweep.json): configuration, status, cells, Fmax and
     the GEMM's throughput at that Fmax."""
@@ -696,6 +727,7 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "fmax_system": (lambda d: fmax(d, hbm=False), False),
     "mutation": (mutation, False),
     "collectives": (collectives, False),
+    "pod_scaling": (pod_scaling, False),
     "sweep": (sweep, False),
 }
 
