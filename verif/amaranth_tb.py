@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Value
 
-__all__ = ["set_together"]
+__all__ = ["set_together", "run_testbench"]
 
 
 def set_together(ctx, pairs) -> None:
@@ -21,3 +21,18 @@ def set_together(ctx, pairs) -> None:
         word |= (int(x) & ((1 << len(v)) - 1)) << shift
         shift += len(v)
     ctx.set(Cat(*values), word)
+
+
+def run_testbench(dut, testbench, *, period_s: float = 1e-8, vcd: str | None = None) -> None:
+    """Simulate ``dut`` with one clock of ``period_s`` seconds and the async ``testbench`` until it
+    returns, writing a VCD waveform to ``vcd`` when given."""
+    from amaranth.sim import Simulator
+
+    sim = Simulator(dut)
+    sim.add_clock(period_s)
+    sim.add_testbench(testbench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()

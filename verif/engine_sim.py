@@ -10,9 +10,9 @@ exercised. Registers are written and read through the AXI4-Lite port by the same
 from __future__ import annotations
 
 import numpy as np
-from amaranth.sim import Simulator
 
 from hw.engine import PERF_COUNTERS, REG, EngineConfig, GEMMEngine
+from verif.amaranth_tb import run_testbench
 from verif.axi_memory import BEAT, AxiMemory, AxiPortModel, axil_read, axil_write
 from verif.gemm_host import layout, register_writes
 
@@ -119,12 +119,5 @@ def run_engine_amaranth(cfg: EngineConfig, jobs: list[dict], *, seed: int | None
                 res["d"] = mem.matrix(lay.d_base, lay.d_stride, m, n, np.uint16 if job.get("out_bf16") else np.uint32)
             results.append(res)
 
-    sim = Simulator(eng)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_testbench(eng, tb, period_s=1e-8, vcd=vcd)
     return results

@@ -6,13 +6,12 @@ from dataclasses import replace
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from hw.hbm.config import RAMULATOR2_HBM2, HBMConfig
 from hw.hbm.controller import PseudoChannelController
 from hw.hbm.emulator import BRAMEmulator
 
-from .amaranth_tb import set_together
+from .amaranth_tb import run_testbench, set_together
 from .hbm_harness import PCHarness, Pins
 
 __all__ = ["run_pc_amaranth", "traffic_reference", "STRESS", "STRESS_TRAFFIC"]
@@ -98,14 +97,7 @@ def run_pc_amaranth(harness: PCHarness, max_cycles: int, vcd: str | None = None,
                     break
         result.update(harness.finish())
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-9)
-    sim.add_testbench(tb)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_testbench(dut, tb, period_s=1e-9, vcd=vcd)
     return result
 
 

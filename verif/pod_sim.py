@@ -13,10 +13,10 @@ import sys
 import numpy as np
 from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from hw.ici.channel import ICIChannel
 from hw.pod import CollectiveConfig, CollectiveEngine, CollectiveOp
+from verif.amaranth_tb import run_testbench
 from verif.axi_memory import BEAT, AxiMemory, AxiPortModel, axil_read, axil_write
 
 __all__ = ["CollectiveRing", "run_collective", "run_pod_amaranth", "BASE"]
@@ -126,14 +126,7 @@ def run_collective(cfg: CollectiveConfig, arrays: list[np.ndarray], op: str, *, 
     # Amaranth's Python simulator compiles a statement by recursion, and the CRC step of a 32- or
     # 64-byte link beat nests deeper than Python's default limit of 1,000 frames
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_testbench(top, tb, period_s=1e-8, vcd=vcd)
     dtype = arrays[0].dtype
     out["out"] = [mem.matrix(BASE, stride, rows, cols, dtype) for mem in mems]
     return out
@@ -228,10 +221,7 @@ def run_pod_amaranth(cfg, plan, *, seed: int | None = None, stall_p: float = 0.0
                         for name in ("replays", "crc_errors")}
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(tb)
-    sim.run()
+    run_testbench(top, tb)
     out["results"] = [mem.matrix(nd.layout.d_base, nd.layout.d_stride, nd.gemm[0], nd.gemm[2], plan.acc_dtype)
                       for mem, nd in zip(mems, plan.nodes)]
     if plan.sharding == "tp-k":

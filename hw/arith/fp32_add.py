@@ -30,7 +30,7 @@ from .bits import leading_zeros, normalize_left, shift_right_jam, signed_gt_cons
 from .formats import FP32, FP32_CANONICAL_NAN, Product, Subnormals
 from .pipeline import Cuts
 
-__all__ = ["FP32Adder", "fp32_accumulate", "ADDER_CUTS"]
+__all__ = ["FP32Adder", "fp32_accumulate", "adder_options", "ADDER_CUTS"]
 
 #: Cut points inside the adder, in datapath order.
 ADDER_CUTS = ("exp", "align", "add", "norm1", "norm", "round", "out")
@@ -200,6 +200,25 @@ def fp32_accumulate(m: Module, acc, prod, valid, subnormals: Subnormals, cuts: C
     return o["result"], o["valid"]
 
 
+def adder_options(component, subnormals, cuts) -> tuple[Subnormals, tuple[str, ...]]:
+    """An adder component's checked ``subnormals`` and its ``cuts`` in datapath order.
+
+    Raises:
+        ValueError: unknown ``subnormals`` or cut name (``component`` is marked as not to be
+            elaborated first, so no warning about an unused elaboratable follows).
+    """
+    try:
+        mode = Subnormals(subnormals)
+    except ValueError:
+        component._MustUse__silence = True
+        raise ValueError(f"subnormals must be one of ftz, ieee; got {subnormals!r}") from None
+    bad = set(cuts) - set(ADDER_CUTS)
+    if bad:
+        component._MustUse__silence = True
+        raise ValueError(f"cuts must be a subset of {', '.join(ADDER_CUTS)}; got {sorted(bad)}")
+    return mode, tuple(c for c in ADDER_CUTS if c in cuts)
+
+
 class FP32Adder(wiring.Component):
     """Fused accumulate adder ``RNE_fp32(acc + product)`` as a component.
 
@@ -220,16 +239,7 @@ class FP32Adder(wiring.Component):
     """
 
     def __init__(self, subnormals="ftz", cuts=()):
-        try:
-            self.subnormals = Subnormals(subnormals)
-        except ValueError:
-            self._MustUse__silence = True
-            raise ValueError(f"subnormals must be one of ftz, ieee; got {subnormals!r}") from None
-        bad = set(cuts) - set(ADDER_CUTS)
-        if bad:
-            self._MustUse__silence = True
-            raise ValueError(f"cuts must be a subset of {', '.join(ADDER_CUTS)}; got {sorted(bad)}")
-        self.cuts = tuple(c for c in ADDER_CUTS if c in cuts)
+        self.subnormals, self.cuts = adder_options(self, subnormals, cuts)
         super().__init__({
             "acc": In(FP32), "product": In(Product), "i_valid": In(1),
             "result": Out(FP32), "o_valid": Out(1),

@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 from .bf16_mul import ZERO_EXP
 from .formats import FP32, PRODUCT_EXP_BITS, Subnormals
-from .fp32_add import ADDER_CUTS, fp32_accumulate
+from .fp32_add import adder_options, fp32_accumulate
 from .pipeline import Cuts
 
 __all__ = ["Addend", "decode_addend", "FP32Sum"]
@@ -74,16 +74,7 @@ class FP32Sum(wiring.Component):
     """
 
     def __init__(self, subnormals="ftz", cuts=()):
-        try:
-            self.subnormals = Subnormals(subnormals)
-        except ValueError:
-            self._MustUse__silence = True
-            raise ValueError(f"subnormals must be one of ftz, ieee; got {subnormals!r}") from None
-        bad = set(cuts) - set(ADDER_CUTS)
-        if bad:
-            self._MustUse__silence = True
-            raise ValueError(f"cuts must be a subset of {', '.join(ADDER_CUTS)}; got {sorted(bad)}")
-        self.cuts = tuple(c for c in ADDER_CUTS if c in cuts)
+        self.subnormals, self.cuts = adder_options(self, subnormals, cuts)
         super().__init__({"x": In(FP32), "y": In(FP32), "i_valid": In(1), "result": Out(FP32), "o_valid": Out(1)})
 
     @property

@@ -18,7 +18,7 @@ from hw.top import GEMMTop
 from .hbm_device import STORE_VERILOG, HBMDeviceHDL
 from .jedec_checker import JedecCheckerHDL
 
-__all__ = ["GEMMSimTop", "gemm_sim_verilog", "VIOLATION_FIELDS"]
+__all__ = ["GEMMSimTop", "gemm_sim_verilog", "core_domain", "VIOLATION_FIELDS"]
 
 #: The checker outputs each pseudo-channel brings to the top (``pc<k>_v_<field>``): a testbench reads
 #: them there, so the simulator need not make the design's inner signals visible.
@@ -84,10 +84,7 @@ class GEMMSimTop(wiring.Component):
         # rst_q starts at 0 and rises at the first clock edge: that change is the event that makes
         # Icarus evaluate the reset into the next-state logic (a constant 1 from time 0 is no event,
         # and the design ran on X); the testbench holds rst for two edges.
-        m.domains.core = core = ClockDomain("core", local=True)
-        rst_q = Signal(reset_less=True)
-        m.d.sync += rst_q.eq(ResetSignal("sync"))
-        m.d.comb += [core.clk.eq(ClockSignal("sync")), core.rst.eq(rst_q)]
+        core_domain(m)
         top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name, hbm_name=self.hbm_name)
         m.submodules.top = DomainRenamer("core")(top)
         wiring.connect(m, wiring.flipped(self.csr), top.csr)
@@ -110,6 +107,15 @@ class GEMMSimTop(wiring.Component):
                 | ~Cat(*(getattr(top, f"queue_empty{k}") for k in range(len(self.devices)))).all())
         m.d.core += self.since_col.eq(Mux(busy, 0, Mux(self.since_col.all(), self.since_col, self.since_col + 1)))
         return m
+
+
+def core_domain(m: Module) -> None:
+    """Add the local domain ``core`` to ``m``: the ``sync`` clock, reset by the ``sync`` reset
+    registered once (see :meth:`GEMMSimTop.elaborate` for why a simulation top runs its design there)."""
+    m.domains.core = core = ClockDomain("core", local=True)
+    rst_q = Signal(reset_less=True)
+    m.d.sync += rst_q.eq(ResetSignal("sync"))
+    m.d.comb += [core.clk.eq(ClockSignal("sync")), core.rst.eq(rst_q)]
 
 
 def gemm_sim_verilog(config: EngineConfig, *, stored_rows: int = 256, fill: int = 0, device_hbm=None) -> str:

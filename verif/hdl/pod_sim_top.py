@@ -4,7 +4,7 @@ transaction-level pod bench (:mod:`verif.tb.pod_tb`)."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Cat, DomainRenamer, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,7 +13,7 @@ from hw.hbm.interface import ColCmd
 from hw.pod.config import PodConfig
 from hw.pod.top import PodTop
 
-from .gemm_sim_top import VIOLATION_FIELDS
+from .gemm_sim_top import VIOLATION_FIELDS, core_domain
 from .hbm_device import STORE_VERILOG, HBMDeviceHDL
 
 __all__ = ["PodSimTop", "pod_sim_verilog", "device_name"]
@@ -69,11 +69,7 @@ class PodSimTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # the design runs in "core", reset by rst registered once (see verif.hdl.gemm_sim_top)
-        m.domains.core = core = ClockDomain("core", local=True)
-        rst_q = Signal(reset_less=True)
-        m.d.sync += rst_q.eq(ResetSignal("sync"))
-        m.d.comb += [core.clk.eq(ClockSignal("sync")), core.rst.eq(rst_q)]
+        core_domain(m)   # the design runs in "core", reset by rst registered once
         pod = self.pod
         m.submodules.pod = DomainRenamer("core")(pod)
         finish_q = Signal(reset_less=True)

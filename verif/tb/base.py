@@ -154,6 +154,21 @@ async def start_clock(dut, *, period_ns: int = 10, gpi: bool = False) -> None:
     cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns", **({"impl": "gpi"} if gpi else {})).start())
 
 
+async def check_memory_system(dut, where: str, violation_message, stored_rows: int) -> None:
+    """Fail the test when ``dut``'s memory system flagged a JEDEC ``violation`` (the message from
+    ``violation_message()``) or a ``row_error`` (an ACT to a row the device models do not store).
+    The checkers' outputs change in the same time step as the flag, so they are read at its end."""
+    from cocotb.triggers import ReadOnly
+
+    if int(dut.violation.value) or int(dut.row_error.value):
+        await ReadOnly()
+    if int(dut.violation.value):
+        raise AssertionError(f"{where}: JEDEC violation: {violation_message()}")
+    if int(dut.row_error.value):
+        raise AssertionError(f"{where}: an ACT addressed a row the device model does not store "
+                             f"(stored_rows = {stored_rows}): the matrices need more")
+
+
 class DramAdapter:
     """The Python device model on a top's DRAM pins (``pc<k>__<pin>``), one call per clock cycle.
 

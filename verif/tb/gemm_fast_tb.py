@@ -26,6 +26,7 @@ from verif.gemm_host import POLL_CYCLES, drain_cycles
 from verif.hdl.gemm_sim_top import VIOLATION_FIELDS
 from verif.hdl.jedec_checker import describe
 from verif.tb.base import ADDR_FIELDS, GemmTbConfig, HdlBackdoor, run_gemm_jobs, start_clock
+from verif.tb.base import check_memory_system as check_memory
 
 PERIOD_NS = 10
 
@@ -99,14 +100,7 @@ async def gemm_jobs(dut):
         return int((cocotb.utils.get_sim_time("ns") - t0_ns) // PERIOD_NS)
 
     async def check_memory_system(where):
-        if int(dut.violation.value) or int(dut.row_error.value):
-            # the checker's v_* outputs change in the same time step as violation: read them at its end
-            await ReadOnly()
-        if int(dut.violation.value):
-            raise AssertionError(f"{where}: JEDEC violation: {violation_message(dut, rules)}")
-        if int(dut.row_error.value):
-            raise AssertionError(f"{where}: an ACT addressed a row the device model does not store "
-                                 f"(stored_rows = {cfg.stored_rows}): the GEMM's matrices need more")
+        await check_memory(dut, where, lambda: violation_message(dut, rules), cfg.stored_rows)
 
     async def wait_done(j, timeout):  # one trigger for the whole run: no Python per clock cycle
         await First(RisingEdge(dut.irq), RisingEdge(dut.violation), RisingEdge(dut.row_error),

@@ -26,6 +26,7 @@ from verif.hdl.gemm_sim_top import VIOLATION_FIELDS
 from verif.hdl.jedec_checker import describe
 from verif.hdl.pod_sim_top import device_name
 from verif.tb.base import HdlBackdoor, PodTbConfig, start_clock
+from verif.tb.base import check_memory_system as check_memory
 
 PERIOD_NS = 10
 
@@ -91,13 +92,7 @@ async def pod_run(dut):
         return int((cocotb.utils.get_sim_time("ns") - t0_ns) // PERIOD_NS)
 
     async def check_memory_system(where):
-        if int(dut.violation.value) or int(dut.row_error.value):
-            await ReadOnly()
-        if int(dut.violation.value):
-            raise AssertionError(f"{where}: JEDEC violation: {violation_message(dut, pod)}")
-        if int(dut.row_error.value):
-            raise AssertionError(f"{where}: an ACT addressed a row the device model does not store "
-                                 f"(stored_rows = {cfg.stored_rows})")
+        await check_memory(dut, where, lambda: violation_message(dut, pod), cfg.stored_rows)
 
     async def phase(name, port, regmap, irq, writes_of):
         for node in cfg.nodes:
