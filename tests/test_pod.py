@@ -75,12 +75,12 @@ def test_pod_sharding_is_bit_exact(sharding, nodes, fmt, absent, bidirectional, 
 
 
 def test_pod_tp_k_survives_bit_flips(seed):
-    """tp-k on 3 nodes with 3 % of every link's beats corrupted: C is still bit-exact on every node,
+    """tp-k on 3 nodes with 5 % of every link's beats corrupted: C is still bit-exact on every node,
     and the links counted the CRC errors and the replays that repaired them."""
     rng = np.random.default_rng(seed)
     cfg = pod("bf16", 3)
     a, b, c = operands(rng, "bf16", 12, 6, 9)
-    res = run_and_check(cfg, a, b, c, "tp-k", seed, bidirectional=True, flip_p=0.03)
+    res = run_and_check(cfg, a, b, c, "tp-k", seed, bidirectional=True, flip_p=0.05)
     assert res["links"]["crc_errors"] > 0 and res["links"]["replays"] > 0, res["links"]
 
 
@@ -159,7 +159,7 @@ def test_mxu_pod_matmul_end_to_end(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("simulator", ["verilator", "icarus"], indirect=True)
 def test_pod_with_hbm_controllers_is_bit_exact(simulator, seed):
     """The pod with every node's HBM controller, HDL device model and JEDEC checker in the netlist
-    (``sim.pod.run_pod``), on 3 slots with slot 1 absent: tp-k (bidirectional all-reduce) with 2 %
+    (``sim.pod.run_pod``), on 3 slots with slot 1 absent: tp-k (bidirectional all-reduce) with 10 %
     of the links' beats corrupted, then fsdp (all-gather of B), 5 % specials and C0; bit-exact,
     no JEDEC violation (the bench fails on one), and the links repaired the corrupted packets. On
     Icarus this also checks ``sim.icarus.wake_comb_processes``: without it the ICI transmitter's
@@ -170,7 +170,7 @@ def test_pod_with_hbm_controllers_is_bit_exact(simulator, seed):
     eng = EngineConfig.from_options(rows=2, cols=2, pseudo_channels=1)
     cfg = PodConfig(engine=eng, nodes=3, absent=(1,))
     a, b, c = operands(rng, "bf16", 7, 9, 5)
-    for sharding, flip_p in (("tp-k", 0.02), ("fsdp", 0.0)):
+    for sharding, flip_p in (("tp-k", 0.1), ("fsdp", 0.0)):
         plan = plan_matmul(cfg, a, b, c, sharding, bidirectional=True)
         res = run_pod(cfg, plan, sim=simulator, flip_p=flip_p, seed=seed)
         want = sharded_matmul(a, b, c, devices=2, sharding=sharding, bidirectional=True).view(np.uint32)
