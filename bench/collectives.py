@@ -42,7 +42,7 @@ POINTS = [
 def measure(op: str, nodes: int, rows: int, cols: int, bidirectional: bool, seed: int = 1) -> dict:
     from hw.pod import CollectiveConfig
     from verif.collective_model import collective_cycles, ring_formula, ring_steps
-    from verif.golden.collectives import all_gather, all_reduce, reduce_scatter, split_sizes
+    from verif.golden.collectives import after_collective
     from verif.pod_sim import run_collective
 
     cfg = CollectiveConfig()
@@ -51,16 +51,7 @@ def measure(op: str, nodes: int, rows: int, cols: int, bidirectional: bool, seed
     t0 = time.perf_counter()
     res = run_collective(cfg, arrays, op, bidirectional=bidirectional, max_cycles=2_000_000)
     wall = time.perf_counter() - t0
-    b = np.cumsum([0, *split_sizes(rows, nodes)])
-    if op == "all_gather":
-        want = [all_gather([arrays[k][b[k] : b[k + 1]] for k in range(nodes)])] * nodes
-    elif op == "all_reduce":
-        want = [all_reduce(arrays, bidirectional=bidirectional)] * nodes
-    else:
-        chunks = reduce_scatter(arrays, bidirectional=bidirectional)
-        want = [arrays[k].copy() for k in range(nodes)]
-        for k in range(nodes):
-            want[k][b[k] : b[k + 1]] = chunks[k]
+    want = after_collective(op, arrays, bidirectional=bidirectional)
     exact = all(np.array_equal(g.view(np.uint32), w.view(np.uint32)) for g, w in zip(res["out"], want))
     payload = sum(
         s.beats

@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 
 from hw.ici.config import ICIConfig
 from hw.pod import ERRORS, CollectiveConfig, CollectiveEngine, CollectiveOp
-from verif.golden.collectives import all_gather, all_reduce, reduce_scatter, split_sizes
+from verif.golden.collectives import after_collective
 from verif.pod_sim import run_collective
 
 SPECIALS = np.array(
@@ -47,21 +47,7 @@ def node_arrays(rng, n, rows, cols, fmt, specials=0.1):
 
 
 def expected(op, arrays, subnormals, bidirectional):
-    """Every node's array after the collective: reduce-scatter writes only chunk r on node r."""
-    n = len(arrays)
-    b = np.cumsum([0, *split_sizes(arrays[0].shape[0], n)])
-    if op == "all_gather":
-        full = all_gather([arrays[k][b[k] : b[k + 1]] for k in range(n)])
-        return [full] * n
-    if op == "all_reduce":
-        return [all_reduce(arrays, subnormals=subnormals, bidirectional=bidirectional)] * n
-    chunks = reduce_scatter(arrays, subnormals=subnormals, bidirectional=bidirectional)
-    out = []
-    for k in range(n):
-        x = arrays[k].copy()
-        x[b[k] : b[k + 1]] = chunks[k]
-        out.append(x)
-    return out
+    return after_collective(op, arrays, subnormals=subnormals, bidirectional=bidirectional)
 
 
 def check_cycles(res, cfg, op, arrays, bidirectional):

@@ -140,3 +140,15 @@ def test_tp_k_sums_the_partial_products_in_ring_order(seed):
         assert np.array_equal(got.view(np.uint32), np.concatenate(want).view(np.uint32)), devices
     one = sharded_matmul(a, b, c, devices=1, sharding="tp-k")
     assert np.array_equal(one.view(np.uint32), matmul(a, b, c).view(np.uint32))  # one node: nothing to add
+
+
+def test_after_collective_writes_only_chunk_r_on_a_reduce_scatter():
+    """Node r's rows outside chunk r keep their bits; chunk r is the reduce-scatter's."""
+    from verif.golden.collectives import after_collective
+
+    x = [np.full((5, 2), float(k + 1), np.float32) for k in range(2)]
+    out = after_collective("reduce_scatter", x)
+    assert out[0].tolist() == [[3, 3], [3, 3], [3, 3], [1, 1], [1, 1]]
+    assert out[1].tolist() == [[2, 2], [2, 2], [2, 2], [3, 3], [3, 3]]
+    with pytest.raises(ValueError, match="op must be one of"):
+        after_collective("broadcast", x)

@@ -23,7 +23,7 @@ from .matmul import matmul
 from .numerics import add
 
 __all__ = ["split_sizes", "ring_order", "reduce_scatter", "all_gather", "all_reduce", "sharded_matmul",
-           "SHARDINGS"]
+           "SHARDINGS", "after_collective"]
 
 #: the pod's shardings of C = A @ B (+ C0): ``dp`` A by rows (the batch; B on every node), ``tp`` B
 #: by columns (each node a vertical slice of the weights; C comes out by columns), ``fsdp`` B stored
@@ -115,6 +115,29 @@ def all_gather(chunks: list[np.ndarray]) -> np.ndarray:
 def all_reduce(arrays: list[np.ndarray], *, subnormals: str = "ftz", bidirectional: bool = False) -> np.ndarray:
     """Ring all-reduce: :func:`reduce_scatter`, then :func:`all_gather`; every node ends with this."""
     return all_gather(reduce_scatter(arrays, subnormals=subnormals, bidirectional=bidirectional))
+
+
+def after_collective(op: str, arrays: list[np.ndarray], *, subnormals: str = "ftz",
+                     bidirectional: bool = False) -> list[np.ndarray]:
+    """Every node's whole array after ``op`` run in place on ``arrays`` (node r's chunk r is its
+    contribution to an all-gather; a reduce-scatter writes only chunk r on node r).
+
+    Raises:
+        ValueError: unknown ``op``, or what the collective raises.
+    """
+    n = len(arrays)
+    b = np.cumsum([0, *split_sizes(arrays[0].shape[0], n)])
+    if op == "all_gather":
+        return [all_gather([arrays[k][b[k]:b[k + 1]] for k in range(n)])] * n
+    if op == "all_reduce":
+        return [all_reduce(arrays, subnormals=subnormals, bidirectional=bidirectional)] * n
+    if op != "reduce_scatter":
+        raise ValueError(f"op must be one of all_gather, reduce_scatter, all_reduce; got {op!r}")
+    chunks = reduce_scatter(arrays, subnormals=subnormals, bidirectional=bidirectional)
+    out = [x.copy() for x in arrays]
+    for k in range(n):
+        out[k][b[k]:b[k + 1]] = chunks[k]
+    return out
 
 
 def sharded_matmul(a, b, c=None, *, devices: int, sharding: str, fmt: str = "bf16", subnormals: str = "ftz",
