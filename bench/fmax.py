@@ -34,6 +34,8 @@ _ENGINE = {"rows": 8, "cols": 8, "fmt": "int8", "pseudo_channels": 2}
 #: MXUConfig fields for ``mxu``
 BLOCKS: dict[str, tuple[str, dict]] = {
     "hbm-channel": ("hbm-channel", _HBM),
+    # the controller with its AXI4 front end (one port) on the GEMM engine's two pseudo-channels
+    "hbm-2pc": ("hbm", {"pseudo_channels": 2, "queue_depth": 16}),
     "hbm-queue": ("hbm-queue", _HBM),
     "hbm-scheduler": ("hbm-scheduler", _HBM),
     "hbm-bank-timing": ("hbm-bank-timing", _HBM),

@@ -17,8 +17,12 @@ AXI4 support (AMBA AXI and ACE Protocol Specification, ARM IHI 0022, sections A3
   the cycle of the last W beat, so one-beat bursts run at one per cycle) and issues read bursts in
   AR order; read data returns through a reorder buffer of ``rob_depth`` beats in AR order, so the
   per-ID ordering rule holds (a stronger order than required across IDs). Writes are posted: B is
-  sent when the last beat has entered the controller's queue, from where every later request to
-  the same address sees it (the controller's hazard matrix).
+  sent when the last beat has entered the pseudo-channel's request register, from where requests
+  enter the controller's queue in order, so every later request to the same address sees it (the
+  controller's hazard matrix).
+* Timing: a request granted by the round-robin arbiter of its pseudo-channel waits one cycle in a
+  register slice (:class:`~hw.stream_register.StreamRegister`) before it enters the queue, so the
+  arbiter and the queue's readiness logic are separate paths (one cycle more latency, full rate).
 * Lock, cache, prot, QoS, region and user signals are not implemented (not ports).
 
 Port naming: the AXI signals are flat members with the AMBA names (``awaddr``, ``wdata``, ...), so
@@ -34,9 +38,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import check_int, check_pow2
 from ..instance import ModuleInstance
+from ..stream_register import StreamRegister
 from .config import HBMConfig
 from .controller import PseudoChannelController, dram_signature
-from .interface import check_config
+from .interface import check_config, request_layout
 
 __all__ = ["HBMController", "axi4_signature", "AXI_OKAY", "AXI_SLVERR", "AXI_INCR"]
 
@@ -69,7 +74,8 @@ class HBMController(wiring.Component):
     and ``id_bits``), ``pc0`` .. ``pc{N-1}`` (:func:`~hw.hbm.controller.dram_signature`, one per
     pseudo-channel), ``refresh_owed{k}`` (REFs owed per pseudo-channel, 4 bits), ``queue_empty{k}`` (no
     accepted request of pseudo-channel k waits for its command; a write's B follows its entry into the
-    queue, so all B received and every ``queue_empty`` high means every write is on the pins).
+    register slice or queue, so all B received and every ``queue_empty`` high means every write is on
+    the pins).
 
     Args:
         config: :class:`HBMConfig`; ``tag_bits`` must hold ``log2(axi_ports) + log2(rob_depth)``.
@@ -117,14 +123,21 @@ class HBMController(wiring.Component):
         ch_shift, ch_bits = cfg.field_shifts["channel"], cfg.field_bits["channel"]
         total_bursts = cfg.capacity_bytes // bb
 
-        ctrls = []
+        # A request reaches its pseudo-channel's queue through a register slice: the arbiter below
+        # and the queue's readiness logic behind it were one combinational path (ROB pointers ->
+        # arbitration -> payload mux -> row-hit compare -> readiness flags), the controller's
+        # critical path in the board top.
+        ctrls, slices = [], []
         for k in range(nch):
             c = PseudoChannelController(cfg)
             m.submodules[f"pc{k}_ctrl"] = c if self.ctrl_name is None else ModuleInstance(c, self.ctrl_name)
+            m.submodules[f"pc{k}_req_slice"] = s = StreamRegister(request_layout(cfg))
+            wiring.connect(m, s.o, c.req)
             wiring.connect(m, c.dram, wiring.flipped(getattr(self, f"pc{k}")))
             m.d.comb += [getattr(self, f"refresh_owed{k}").eq(c.refresh_owed),
-                         getattr(self, f"queue_empty{k}").eq(c.queue_empty)]
+                         getattr(self, f"queue_empty{k}").eq(c.queue_empty & ~s.o.valid)]
             ctrls.append(c)
+            slices.append(s)
 
         def channel_of(addr):
             if not ch_bits:
@@ -263,7 +276,7 @@ class HBMController(wiring.Component):
         # beside a long burst got 1 grant in 3 instead of 1 in 2.)
         nreq = len(requesters)
         grants = [[] for _ in range(nreq)]
-        for k, c in enumerate(ctrls):
+        for k, req in enumerate(s.i for s in slices):
             rr = Signal(range(max(2, nreq)), name=f"pc{k}_arb_next")
             cand = [Signal(name=f"pc{k}_cand{j}") for j in range(nreq)]
             for j, (valid, ch, *_rest) in enumerate(requesters):
@@ -277,7 +290,6 @@ class HBMController(wiring.Component):
                     blocked = Cat(*(cand[a] for a in ahead)).any() if ahead else Const(0)
                     terms.append((rr == r) & cand[j] & ~blocked)
                 m.d.comb += chosen[j].eq(Cat(*terms).any())
-            req = c.req
             m.d.comb += req.valid.eq(Cat(*cand).any())
             fields = {"write": 0, "addr": 0, "tag": 0, "wdata": 0, "wmask": 0}
             for j, (_valid, _ch, write, addr, tag, wdata, wmask, _granted) in enumerate(requesters):
