@@ -109,10 +109,9 @@ def run(args) -> int:
     from hw.engine import EngineConfig
     from hw.ici.config import ICIConfig
     from hw.pod.config import PodConfig
-    from verif.collective_model import ring_steps
     from verif.golden import compare_bits
     from verif.golden.collectives import sharded_matmul
-    from verif.pod_host import assemble, plan_matmul
+    from verif.pod_host import assemble, collective_payload_beats, plan_matmul
     from verif.pod_sim import run_pod_amaranth
 
     try:
@@ -166,13 +165,7 @@ def run(args) -> int:
     finally:
         if bar:
             bar.close()
-    colls = [x for nd in plan.nodes for x in nd.before + nd.after]
-    payload = 0
-    for op, _, _, rows, row_bytes in {(x[0], 0, 0, x[3], x[4]) for x in colls}:
-        for nd in plan.nodes:
-            for ccw in (False, True):
-                payload += sum(s.beats for s in ring_steps(cfg.collective, op, rows, row_bytes, devices, nd.rank,
-                                                           bidirectional=args.bidirectional, ccw=ccw) if s.tx)
+    payload = collective_payload_beats(cfg, plan)
     phases = res["phase_cycles"]
     n_before = max(len(nd.before) for nd in plan.nodes)
     coll_cycles = sum(phases[:n_before]) + sum(phases[n_before + 1:])
