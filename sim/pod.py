@@ -68,8 +68,8 @@ def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0
 
     Returns:
         the dict of :func:`verif.pod_sim.run_pod_amaranth` (``results``, ``gemm_cycles``,
-        ``collective_cycles``, ``phase_cycles``, ``links``) and ``build_s``, ``wall_s``,
-        ``sim_cycles``.
+        ``collective_cycles``, ``phase_cycles``, ``links``) and ``build_s``, ``cached_build`` (an
+        existing simulator build was reused), ``wall_s``, ``sim_cycles``.
 
     Raises:
         RuntimeError: the bench failed (a node's error status, a hang, a JEDEC violation): the message
@@ -99,4 +99,5 @@ def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0
             "collective_cycles": [[int(x) for x in out[f"collective_cycles{i}"]] for i in range(len(nodes))],
             "phase_cycles": [int(x) for x in out["phase_cycles"]],
             "links": {"replays": int(out["replays"]), "crc_errors": int(out["crc_errors"])},
-            "sim_cycles": int(out["total_cycles"]), "build_s": res.build_s, "wall_s": time.perf_counter() - t0}
+            "sim_cycles": int(out["total_cycles"]), "build_s": res.build_s, "cached_build": res.cached_build,
+            "wall_s": time.perf_counter() - t0}

@@ -33,6 +33,7 @@ def work(tmp_path, monkeypatch):
     import sim.demo_mlp
     import sim.gemm
     import sim.pod
+    import sim.pod_demo
     import sim.runner
     import sim.sweep
     import sim.synth
@@ -55,6 +56,7 @@ def work(tmp_path, monkeypatch):
         (sim.sweep, "run_sweep"),
         (verif.pod_sim, "run_pod_amaranth"),
         (sim.pod, "run_pod"),
+        (sim.pod_demo, "run"),
     ):
         monkeypatch.setattr(module, name, expensive(f"{module.__name__}.{name}"))
     monkeypatch.chdir(tmp_path)
@@ -221,6 +223,19 @@ BAD = [
     ([*POD, "--devices", "2", "--absent", "x", "--sharding", "tp"], {}, "must be slot numbers separated by commas"),
     ([*POD, "--devices", "2", "--sharding", "tp", "--link-bytes", "64"], {}, "argument --link-bytes: invalid choice"),
     (["pod", "matmul", "a.npy", "nob.npy", "-o", "c.npy", "--devices", "2", "--sharding", "tp"], {}, "nob.npy"),
+    # mxu pod demo: the pod, the training and the report folder before training, the build and the runs
+    (["pod", "demo", "--devices", "0"], {}, "argument --devices: must be a positive integer, not '0'"),
+    (["pod", "demo", "--devices", "33"], {}, "nodes must be an integer from 1 to 16; got 33"),
+    (["pod", "demo", "--devices", "8", "--batch", "4"], {}, "--devices 8 is more than the minibatch of 4 images"),
+    (["pod", "demo", "--batch", "1438"], {}, "--batch must be 1 .. 1437 (the training images); got 1438"),
+    (["pod", "demo", "--steps", "-1"], {}, "argument --steps: must be an integer >= 0, not '-1'"),
+    (["pod", "demo", "--lr", "nan"], {}, "argument --lr: must be a learning rate, above 0 and at most 10, not 'nan'"),
+    (["pod", "demo", "--sim", "amaranth"], {}, "argument --sim: invalid choice: 'amaranth'"),
+    (["pod", "demo", "--fmt", "int8"], {}, "the MLP runs float formats (bf16, fp8_e4m3fn, fp8_e5m2), not int8"),
+    (["pod", "demo", "--devices", "4", "--absent", "0,1,2,3"], {}, "absent leaves no node of 4"),
+    (["pod", "demo", "-o", UNWRITABLE], {}, f"--out {UNWRITABLE}: folder /proc is not writable"),
+    (["pod", "demo", "-o", "file.txt"], {}, "--out file.txt exists and is not a folder"),
+    (["pod", "demo"], {"MXU_BUILD_DIR": "/proc/nope"}, "--out /proc/nope/pod-demo: folder /proc is not writable"),
 ]
 
 #: sweep specifications of the table above (written by the fixture)

@@ -12,9 +12,9 @@ from hw.engine import EngineConfig
 from hw.ici.config import ICIConfig
 from hw.pod.config import PodConfig
 from verif.golden import matmul
-from verif.golden.collectives import sharded_matmul
+from verif.golden.collectives import all_reduce, sharded_matmul
 from verif.mxu_stim import _random_acc, _random_ops, as_format
-from verif.pod_host import assemble, plan_matmul
+from verif.pod_host import PER_NODE, assemble, collective_payload_beats, plan_matmul, plan_per_node
 from verif.pod_sim import run_pod_amaranth
 
 
@@ -82,6 +82,48 @@ def test_pod_tp_k_survives_bit_flips(seed):
     a, b, c = operands(rng, "bf16", 12, 6, 9)
     res = run_and_check(cfg, a, b, c, "tp-k", seed, bidirectional=True, flip_p=0.05)
     assert res["links"]["crc_errors"] > 0 and res["links"]["replays"] > 0, res["links"]
+
+
+def test_per_node_plan_all_reduces_each_nodes_own_product(seed):
+    """plan_per_node on 2 nodes (the data-parallel gradient step): node 0 computes A_0 @ B_0 + C0
+    with K = 3, node 1 A_1 @ B_1 with K = 5 (5 % specials), then the collective engines all-reduce
+    the 5 x 3 products: every node holds the golden ring sum of the golden products, bit for bit."""
+    rng = np.random.default_rng(seed)
+    cfg = pod("bf16", 2)
+    a0, b0, c0 = operands(rng, "bf16", 5, 3, 3)
+    a1, b1, _ = operands(rng, "bf16", 5, 5, 3)
+    plan = plan_per_node(cfg, [(a0, b0, c0), (a1, b1, None)], after="all_reduce")
+    assert (plan.sharding, plan.shape) == (PER_NODE, (5, 8, 3))
+    assert [nd.gemm for nd in plan.nodes] == [(5, 3, 3), (5, 5, 3)]
+    res = run_pod_amaranth(cfg, plan, seed=seed)
+    want = all_reduce([matmul(a0, b0, c0), matmul(a1, b1)]).view(np.uint32)
+    for r, got in enumerate(res["results"]):
+        bad = np.argwhere(got.view(np.uint32) != want)
+        assert bad.size == 0, f"seed {seed}: node {r}: {len(bad)} elements differ, first at {tuple(bad[0])}"
+    assert np.array_equal(assemble(plan, res["results"]).view(np.uint32), want)
+    assert [len(x) for x in res["collective_cycles"]] == [1, 1] and min(res["gemm_cycles"]) > 0
+    # 5 rows of 12 bytes (one HBM beat, 4 link beats of 8 bytes each), chunks of 3 and 2 rows: each
+    # node sends one chunk's partial sum (reduce-scatter) and its finished chunk (all-gather), 10 rows
+    assert collective_payload_beats(cfg, plan) == (2 + 3 + 3 + 2) * 4
+
+
+def test_per_node_plan_refuses_bad_input():
+    cfg = pod("bf16", 2)
+    a, b = np.zeros((3, 4), np.float32), np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="one product per live node: 2 nodes, 1 products"):
+        plan_per_node(cfg, [(a, b, None)])
+    with pytest.raises(ValueError, match="node 1: A is 3 x 4 but B is 5 x 2: K differs"):
+        plan_per_node(cfg, [(a, b, None), (a, np.zeros((5, 2), np.float32), None)])
+    with pytest.raises(ValueError, match="node 1: the product is 3 x 3; node 0's is 3 x 2"):
+        plan_per_node(cfg, [(a, b, None), (a, np.zeros((4, 3), np.float32), None)])
+    with pytest.raises(ValueError, match="node 0: C0 is 2 x 2; the product is 3 x 2"):
+        plan_per_node(cfg, [(a, b, np.zeros((2, 2), np.float32)), (a, b, None)])
+    with pytest.raises(ValueError, match="after must be None or one of all_gather, reduce_scatter, all_reduce"):
+        plan_per_node(cfg, [(a, b, None), (a, b, None)], after="sum")
+    with pytest.raises(ValueError, match="K must be an integer from 1 to 1048575; got 0"):
+        plan_per_node(cfg, [(a, b, None), (a[:, :0], b[:0], None)])
+    with pytest.raises(ValueError, match="a per-node plan without an all-reduce leaves one result per node"):
+        assemble(plan_per_node(cfg, [(a, b, None), (a, b, None)]), [np.zeros((3, 2), np.float32)] * 2)
 
 
 def test_pod_plan_refuses_bad_input():

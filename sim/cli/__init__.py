@@ -1,11 +1,12 @@
 """The ``mxu`` command: generate Verilog, run GEMMs through the RTL (``mxu matmul``), synthesize
 (``mxu synth``), run the main job (``mxu demo``), use the FPGA board (``mxu board``) and measure
 how many bugs the regression catches (``mxu mutate``), sweep the design space on Ray (``mxu sweep``),
-write a design-review page (``mxu report``) and run sharded GEMMs on a pod (``mxu pod``).
+write a design-review page (``mxu report``) and run sharded GEMMs and the digits MLP on a pod
+(``mxu pod``).
 
 One module per command (``generate``, ``matmul``, ``synth``, ``demo``, ``board``, ``mutate``, ``sweep``,
-``report`` in ``review``, ``pod``), each with ``add_parser(sub)`` and ``run(args)``; shared helpers in
-``errors``, ``options``, ``files`` and ``report``. Every subcommand prints ``--help`` with units; bad
+``report`` in ``review``, ``pod`` with ``pod_demo``), each with ``add_parser(sub)`` and ``run(args)``;
+shared helpers in ``errors``, ``options``, ``files`` and ``report``. Every subcommand prints ``--help`` with units; bad
 input prints one line ``mxu: error: ...`` on stderr and exits with status 2 (no traceback, no partial
 output); work longer than a few seconds shows a progress bar on stderr; machine-readable results go to
 stdout as JSON.

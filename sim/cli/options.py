@@ -12,10 +12,11 @@ from pathlib import Path
 from .errors import UsageError
 
 __all__ = ["FMTS", "SUBNORMALS", "SIMULATORS", "ENGINE_SIZES", "PSEUDO_CHANNELS", "RAW_BITS", "CONFIG_KEYS",
-           "stages_arg", "positive_arg", "seed_arg", "out_dir_arg", "engine_size_arg", "npy_path_arg",
+           "stages_arg", "positive_arg", "nonnegative_arg", "seed_arg", "out_dir_arg", "engine_size_arg",
+           "npy_path_arg",
            "waves_path_arg", "freq_mhz_arg", "preset_names", "generate_params", "engine_params",
            "check_engine_stages", "add_mac_options", "mac_config", "add_size_limit_option", "check_size",
-           "vectors_arg", "check_module_name", "MAX_VECTORS"]
+           "vectors_arg", "check_module_name", "MAX_VECTORS", "LINK_BYTES", "absent_arg", "add_pod_options"]
 
 FMTS = ("bf16", "fp8_e4m3fn", "fp8_e5m2", "int8")
 
@@ -57,6 +58,13 @@ def positive_arg(text: str) -> int:
     return value
 
 
+def nonnegative_arg(text: str) -> int:
+    value = _decimal(text)
+    if value is None or value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, not {text!r}")
+    return value
+
+
 def seed_arg(text: str) -> int:
     value = _decimal(text)
     if value is None:
@@ -86,6 +94,46 @@ def npy_path_arg(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a .npy file, not an empty string")
     return Path(text)
+
+
+def absent_arg(text: str) -> tuple[int, ...]:
+    """``--absent``: slot numbers separated by commas (checked against ``--devices`` by the pod's
+    configuration)."""
+    try:
+        slots = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be slot numbers separated by commas, not {text!r}") from None
+    return slots
+
+
+#: ICI link widths the pod takes (bytes per beat)
+LINK_BYTES = (4, 8, 16, 32)
+
+
+def add_pod_options(p, *, devices_default: int | None = None, fmt_help: str = "input format (default: bf16)") -> None:
+    """The pod's options ``mxu pod matmul`` and ``mxu pod demo`` share: the ring (``--devices``,
+    required when ``devices_default`` is None; ``--absent``, ``--bidirectional``), each node's engine
+    and each link."""
+    if devices_default is None:
+        p.add_argument("--devices", type=positive_arg, required=True, metavar="N",
+                       help="slots on the ring, 1..16 (nodes: N less the --absent ones)")
+    else:
+        p.add_argument("--devices", type=positive_arg, default=devices_default, metavar="N",
+                       help=f"slots on the ring, 1..16 (nodes: N less the --absent ones; default {devices_default})")
+    p.add_argument("--absent", type=absent_arg, default=(), metavar="K[,K..]",
+                   help="slots with no node (a failed chip): the ring closes around them")
+    p.add_argument("--bidirectional", action="store_true",
+                   help="collectives send half of each chunk each way round the ring")
+    p.add_argument("--rows", type=engine_size_arg, default=4, help="each engine's PE rows, a power of two (default 4)")
+    p.add_argument("--cols", type=engine_size_arg, default=4, help="each engine's PE columns (default 4)")
+    p.add_argument("--fmt", choices=FMTS, default="bf16", help=fmt_help)
+    p.add_argument("--subnormals", choices=SUBNORMALS, default="ftz", help="ftz (default) or ieee")
+    p.add_argument("--stages", type=stages_arg, default=2, help="pipeline stages of each PE's MAC, 1..9 (default 2)")
+    p.add_argument("--link-bytes", type=int, choices=LINK_BYTES, default=8, help="ICI link width, bytes per cycle")
+    p.add_argument("--link-latency", type=positive_arg, default=4, metavar="L",
+                   help="one-way link latency, cycles (SerDes and cable; default 4)")
+    p.add_argument("--pseudo-channels", type=int, choices=PSEUDO_CHANNELS, default=1, metavar="P",
+                   help="HBM pseudo-channels of each node's memory: 1 (default), 2 or 4")
 
 
 def waves_path_arg(text: str) -> Path:

@@ -1,4 +1,5 @@
-"""``mxu pod matmul``: one GEMM sharded over a pod of GEMM engines on an ICI ring, checked bit for bit."""
+"""``mxu pod``: ``mxu pod matmul``, one GEMM sharded over a pod of GEMM engines on an ICI ring, checked
+bit for bit, and ``mxu pod demo`` (:mod:`sim.cli.pod_demo`), the digits MLP on the pod."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import time
 
 from .errors import UsageError
 from .files import check_build_dir, check_out_file, gemm_shape, initial_c, load_npy, operand, progress_enabled
-from .options import FMTS, SUBNORMALS, engine_size_arg, npy_path_arg, positive_arg, stages_arg
+from .options import add_pod_options, npy_path_arg
+from .pod_demo import add_parser as add_demo_parser
+from .pod_demo import run as run_demo
 from .report import finish_gemm
 
 __all__ = ["add_parser", "run"]
@@ -17,20 +20,13 @@ SHARDINGS = ("dp", "tp", "fsdp", "tp-k")
 #: models and JEDEC checkers; "amaranth" runs the Amaranth simulator with a checked behavioural AXI4
 #: memory in place of each node's controller (no build, slow per cycle: small shapes)
 POD_SIMULATORS = ("verilator", "icarus", "amaranth")
-LINK_BYTES = (4, 8, 16, 32)
-
-
-def _absent_arg(text: str) -> tuple[int, ...]:
-    try:
-        slots = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be slot numbers separated by commas, not {text!r}") from None
-    return slots
 
 
 def add_parser(sub) -> None:
-    """Add the ``pod`` command (with its ``matmul`` subcommand) to the ``mxu`` parser's subparsers."""
-    pod = sub.add_parser("pod", help="run sharded GEMMs on a pod of GEMM engines joined by an ICI ring")
+    """Add the ``pod`` command (with its ``matmul`` and ``demo`` subcommands) to the ``mxu`` parser's
+    subparsers."""
+    pod = sub.add_parser("pod", help="run sharded GEMMs and the digits MLP on a pod of GEMM engines joined by an "
+                                     "ICI ring")
     psub = pod.add_subparsers(dest="pod_command", metavar="POD_COMMAND", parser_class=type(pod))
     psub.required = True
     m = psub.add_parser(
@@ -74,32 +70,20 @@ written).""")
                    help="where to write the M x N result (.npy; written atomically)")
     m.add_argument("--c", type=npy_path_arg, default=None, metavar="C0.npy",
                    help="initial accumulator, M x N (float32; integers for int8); default +0")
-    m.add_argument("--devices", type=positive_arg, required=True, metavar="N",
-                   help="slots on the ring, 1..16 (nodes: N less the --absent ones)")
     m.add_argument("--sharding", choices=SHARDINGS, required=True, help="how C = A @ B is split (see above)")
-    m.add_argument("--absent", type=_absent_arg, default=(), metavar="K[,K..]",
-                   help="slots with no node (a failed chip): the ring closes around them")
-    m.add_argument("--bidirectional", action="store_true",
-                   help="collectives send half of each chunk each way round the ring")
-    m.add_argument("--rows", type=engine_size_arg, default=4, help="each engine's PE rows, a power of two (default 4)")
-    m.add_argument("--cols", type=engine_size_arg, default=4, help="each engine's PE columns (default 4)")
-    m.add_argument("--fmt", choices=FMTS, default="bf16", help="input format (default: bf16)")
-    m.add_argument("--subnormals", choices=SUBNORMALS, default="ftz", help="ftz (default) or ieee")
-    m.add_argument("--stages", type=stages_arg, default=2, help="pipeline stages of each PE's MAC, 1..9 (default 2)")
+    add_pod_options(m)
     m.add_argument("--bits", action="store_true", help="A and B hold raw bit patterns (as mxu matmul)")
-    m.add_argument("--link-bytes", type=int, choices=LINK_BYTES, default=8, help="ICI link width, bytes per cycle")
-    m.add_argument("--link-latency", type=positive_arg, default=4, metavar="L",
-                   help="one-way link latency, cycles (SerDes and cable; default 4)")
-    m.add_argument("--pseudo-channels", type=int, choices=(1, 2, 4), default=1, metavar="P",
-                   help="HBM pseudo-channels of each node's memory: 1 (default), 2 or 4")
     m.add_argument("--sim", choices=POD_SIMULATORS, default="verilator",
                    help="verilator (default) or icarus: every node's HBM controller, device models and JEDEC "
                         "checkers in the netlist; amaranth: the Amaranth simulator, each node's memory a checked "
                         "behavioural AXI4 memory in place of its controller (no build; small shapes)")
+    add_demo_parser(psub)
 
 
 def run(args) -> int:
-    """Run ``mxu pod matmul``; returns the exit status."""
+    """Run ``mxu pod matmul`` or ``mxu pod demo``; returns the exit status."""
+    if args.pod_command == "demo":
+        return run_demo(args)
     t0 = time.perf_counter()
     check_out_file(args.out, suffix=".npy")
     m, k, n = gemm_shape(args.a, args.b, args.c)
@@ -109,10 +93,9 @@ def run(args) -> int:
     from hw.engine import EngineConfig
     from hw.ici.config import ICIConfig
     from hw.pod.config import PodConfig
-    from verif.collective_model import ring_steps
     from verif.golden import compare_bits
     from verif.golden.collectives import sharded_matmul
-    from verif.pod_host import assemble, plan_matmul
+    from verif.pod_host import assemble, collective_payload_beats, plan_matmul
     from verif.pod_sim import run_pod_amaranth
 
     try:
@@ -166,13 +149,7 @@ def run(args) -> int:
     finally:
         if bar:
             bar.close()
-    colls = [x for nd in plan.nodes for x in nd.before + nd.after]
-    payload = 0
-    for op, _, _, rows, row_bytes in {(x[0], 0, 0, x[3], x[4]) for x in colls}:
-        for nd in plan.nodes:
-            for ccw in (False, True):
-                payload += sum(s.beats for s in ring_steps(cfg.collective, op, rows, row_bytes, devices, nd.rank,
-                                                           bidirectional=args.bidirectional, ccw=ccw) if s.tx)
+    payload = collective_payload_beats(cfg, plan)
     phases = res["phase_cycles"]
     n_before = max(len(nd.before) for nd in plan.nodes)
     coll_cycles = sum(phases[:n_before]) + sum(phases[n_before + 1:])
