@@ -46,6 +46,10 @@ BLOCKS: dict[str, tuple[str, dict]] = {
     "engine-8x8-int8": ("engine", _ENGINE),
     "gemm-top-8x8-int8": ("gemm-top", {**_ENGINE, "queue_depth": 16}),
     "gemm-top-4x4-bf16": ("gemm-top", {"rows": 4, "cols": 4, "fmt": "bf16", "pseudo_channels": 2, "queue_depth": 16}),
+    # a pod node's collective engine for the 8x8 bf16 engine (fp32 adder lanes), 8-byte links, 4 slots
+    "pod-collective": ("pod-collective", {"rows": 8, "cols": 8, "fmt": "bf16"}),
+    # one direction of the pod's ICI link (8-byte beats, 16-packet receive buffer, latency 4)
+    "ici-channel": ("ici-channel", {"beat_bytes": 8, "rx_packets": 16}),
     **{
         b: (b, _ENGINE)
         for b in (
@@ -65,7 +69,7 @@ BLOCKS: dict[str, tuple[str, dict]] = {
 
 
 def _verilog(record: str):
-    from sim.blocks import ENGINE_BLOCKS, engine_block, hbm_block
+    from sim.blocks import ENGINE_BLOCKS, ICI_BLOCKS, POD_BLOCKS, engine_block, hbm_block, ici_block, pod_block
     from sim.runner import generate_verilog
 
     block, options = BLOCKS[record]
@@ -81,6 +85,17 @@ def _verilog(record: str):
 
         cfg = EngineConfig.from_options(**options)
         factory = engine_block(block, cfg, name)
+    elif block in ICI_BLOCKS:
+        from hw.ici import ICIConfig
+
+        cfg = ICIConfig(**options)
+        factory = ici_block(block, cfg)
+    elif block in POD_BLOCKS:
+        from hw.engine import EngineConfig
+        from hw.pod.config import PodConfig
+
+        cfg = PodConfig(engine=EngineConfig.from_options(**options))
+        factory = pod_block(block, cfg)
     else:
         from hw.hbm.config import HBMConfig
 

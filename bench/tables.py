@@ -488,13 +488,18 @@ def sim_speed_demo(d) -> Table:
     )
 
 
-def fmax(d, hbm: bool | None = None) -> Table:
+#: record-name prefixes of the Fmax tables' groups (the rest: the engine, its parts, the GEMM top)
+FMAX_GROUPS = {"hbm": ("hbm",), "pod": ("pod-", "ici-")}
+
+
+def fmax(d, group: str | None = None) -> Table:
     """Per component (``bench/fmax.py``): median Fmax of the placement seeds, range, Yosys cells and
-    the critical path of the median seed; ``hbm``: only the HBM blocks (True) or only the others
-    (False)."""
+    the critical path of the median seed; ``group``: only the blocks of a :data:`FMAX_GROUPS` entry,
+    or ``"system"`` for the blocks of none (None: all)."""
     rows = []
     for s in d["summary"]:
-        if hbm is not None and s["block"].startswith("hbm") != hbm:
+        groups = [k for k, prefixes in FMAX_GROUPS.items() if s["block"].startswith(prefixes)]
+        if group is not None and (groups[0] if groups else "system") != group:
             continue
         cp = s.get("critical_path") or {}
         rows.append(
@@ -723,8 +728,9 @@ TABLES: dict[str, tuple[Callable, bool]] = {
     "sim_speed": (sim_speed, False),
     "sim_speed_demo": (sim_speed_demo, False),
     "fmax": (fmax, False),
-    "fmax_hbm": (lambda d: fmax(d, hbm=True), False),
-    "fmax_system": (lambda d: fmax(d, hbm=False), False),
+    "fmax_hbm": (lambda d: fmax(d, "hbm"), False),
+    "fmax_pod": (lambda d: fmax(d, "pod"), False),
+    "fmax_system": (lambda d: fmax(d, "system"), False),
     "mutation": (mutation, False),
     "collectives": (collectives, False),
     "pod_scaling": (pod_scaling, False),

@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-__all__ = ["ENGINE_BLOCKS", "HBM_BLOCKS", "ICI_BLOCKS", "engine_block", "hbm_block", "ici_block"]
+__all__ = ["ENGINE_BLOCKS", "HBM_BLOCKS", "ICI_BLOCKS", "POD_BLOCKS", "engine_block", "hbm_block", "ici_block",
+           "pod_block"]
 
 #: block name -> (module:class under hw.hbm, what it is for --help). The classes are imported only
 #: when a block is built, so the command line starts without Amaranth.
@@ -107,3 +108,30 @@ def ici_block(name: str, config) -> Callable[[], object]:
         raise ValueError(f"block must be one of {', '.join(ICI_BLOCKS)}; got {name!r}")
     component = getattr(importlib.import_module("hw.ici"), ICI_BLOCKS[name][0])
     return lambda: component(config)
+
+
+#: block name -> (what it builds from a :class:`~hw.pod.config.PodConfig`, what it is for --help)
+POD_BLOCKS: dict[str, str] = {
+    "pod-collective": "a pod node's collective engine (ring schedule, row walkers, combiner lanes of fp32 "
+                      "adders, both ring directions) on its AXI4 ports and ICI messages",
+    "pod-node": "one pod node: GEMM engine, collective engine, their registers and the five-port HBM "
+                "controller, its ICI ports out",
+}
+
+
+def pod_block(name: str, config) -> Callable[[], object]:
+    """A factory of the pod block ``name`` (a key of :data:`POD_BLOCKS`) for ``config`` (a
+    :class:`~hw.pod.config.PodConfig`; the ring size sets the collective engine's rank widths).
+
+    Raises:
+        ValueError: unknown block name.
+    """
+    if name == "pod-collective":
+        from hw.pod.collective import CollectiveEngine
+
+        return lambda: CollectiveEngine(config.collective)
+    if name == "pod-node":
+        from hw.pod.node import PodNode
+
+        return lambda: PodNode(config, memory="hbm")
+    raise ValueError(f"block must be one of {', '.join(POD_BLOCKS)}; got {name!r}")

@@ -327,7 +327,27 @@ def synth_cli_files():
         (["synth", "--target", "ecp5-85k", "--block", "hbm-bus", "-o", "o"], "argument --block: invalid choice"),
         (
             ["synth", "--target", "ecp5-85k", "--block", "mxu", "--link-bytes", "8", "-o", "o"],
-            "--link-bytes applies to the ICI blocks (ici-*) only",
+            "--link-bytes applies to the ICI and pod blocks (ici-*, pod-*) only",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "engine", "--devices", "4", "-o", "o"],
+            "--devices applies to the ICI and pod blocks (ici-*, pod-*) only",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "ici-channel", "--devices", "4", "-o", "o"],
+            "--devices applies to the pod blocks (pod-*) only, not ici-channel",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "pod-collective", "--devices", "17", "-o", "o"],
+            "--devices must be an integer from 1 to 16; got 17",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "pod-node", "--link-bytes", "2", "-o", "o"],
+            "--link-bytes must be a power of two from 4 to 64; got 2",
+        ),
+        (
+            ["synth", "--target", "ecp5-85k", "--block", "pod-node", "--hbm-timing", "dramsim3_hbm2", "-o", "o"],
+            "--hbm-timing does not apply to block pod-node",
         ),
         (
             ["synth", "--target", "ecp5-85k", "--block", "ici-receiver", "--link-bytes", "12", "-o", "o"],
@@ -387,3 +407,46 @@ def test_keep_on_a_register_wire_keeps_its_flip_flop(tmp_path):
         rep = synth.run_flow(src, "twin", "ecp5-85k", tmp_path / f"work_{keep}", place=False)
         ffs[keep] = rep["cells"]["total"]["ff"]
     assert ffs[True] == ffs[False] + 1, ffs
+
+
+def test_pod_blocks_take_the_ring_and_link_options():
+    """``--block pod-*`` builds from a PodConfig with the engine, link and ring options given: the
+    collective engine's rank fields follow --devices (8 slots: ranks 0..7), its lanes the engine's
+    format, its messages the link width."""
+    from hw.pod.collective import CollectiveEngine
+    from hw.pod.node import PodNode
+    from sim.cli import build_parser
+    from sim.cli.synth import resolve
+
+    args = build_parser().parse_args(
+        [
+            "synth",
+            "--target",
+            "ecp5-85k",
+            "--block",
+            "pod-collective",
+            "--devices",
+            "8",
+            "--link-bytes",
+            "16",
+            "--rows",
+            "4",
+            "--cols",
+            "4",
+            "--fmt",
+            "int8",
+            "-o",
+            "o",
+        ]
+    )
+    factory, name, _, cfg, block = resolve(args)
+    assert name == "pod_collective" and block["block"] == "pod-collective"
+    assert (cfg.nodes, cfg.link.beat_bytes, cfg.engine.mxu.fmt) == (8, 16, "int8")
+    engine = factory()
+    assert isinstance(engine, CollectiveEngine)
+    assert (engine.config.max_nodes, engine.config.fmt, engine.config.link.beat_bytes) == (8, "int8", 16)
+    args = build_parser().parse_args(["synth", "--target", "ecp5-85k", "--block", "pod-node", "-o", "o"])
+    factory, name, _, cfg, _ = resolve(args)
+    node = factory()
+    assert isinstance(node, PodNode) and node.memory == "hbm" and name == "pod_node"
+    assert (cfg.nodes, cfg.link.beat_bytes, cfg.link.rx_packets) == (4, 8, 16)

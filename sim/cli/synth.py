@@ -47,11 +47,13 @@ def add_parser(sub) -> None:
                                    f"Targets: {targets}. Exit status 2 for bad input and for a design that "
                                    "does not fit the part, 1 when a tool fails.")
     s.add_argument("--target", required=True, choices=list(TARGETS), help="FPGA target (part on a board)")
-    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS
+    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS, POD_BLOCKS
 
-    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS, *ENGINE_BLOCKS, *ICI_BLOCKS], default=None,
+    s.add_argument("--block", choices=["mxu", "pe", "mac", *HBM_BLOCKS, *ENGINE_BLOCKS, *ICI_BLOCKS, *POD_BLOCKS],
+                   default=None,
                    help="block to synthesize (default: mxu); "
-                        + "; ".join(f"{k}: {what}" for k, (_, what) in HBM_BLOCKS.items()))
+                        + "; ".join(f"{k}: {what}" for k, (_, what) in HBM_BLOCKS.items())
+                        + "; " + "; ".join(f"{k}: {what}" for k, what in POD_BLOCKS.items()))
     s.add_argument("--rows", type=positive_arg, default=None, help="MXU PE rows R (default 8)")
     s.add_argument("--cols", type=positive_arg, default=None, help="MXU PE columns C (default 8)")
     s.add_argument("--fmt", choices=FMTS, default=None, help="input format (default: bf16; a PE takes bf16 or int8)")
@@ -72,7 +74,7 @@ def add_parser(sub) -> None:
                           "board (default 2)")
     hbm.add_argument("--hbm-timing", choices=sorted(TIMING_PRESETS), default=None,
                      help="HBM2 timing set (default dramsim3_hbm2)")
-    ici = s.add_argument_group("ICI blocks (ici-*)")
+    ici = s.add_argument_group("ICI and pod blocks (ici-*, pod-*)")
     ici.add_argument("--link-bytes", type=positive_arg, default=None,
                      help="link width, bytes per beat: a power of two, 4..64 (default 8)")
     ici.add_argument("--link-latency", type=positive_arg, default=None,
@@ -83,6 +85,8 @@ def add_parser(sub) -> None:
                      help="receive buffer in packets (the credits), 2..64 (default 4)")
     ici.add_argument("--replay-packets", type=positive_arg, default=None,
                      help="replay buffer in packets, a power of two, 2..64 (default 8)")
+    ici.add_argument("--devices", type=positive_arg, default=None,
+                     help="pod blocks: slots on the ring, 1..16 (default 4; sets the rank widths)")
     s.add_argument("--freq", type=freq_mhz_arg, default=None, metavar="MHZ",
                    help="requested clock frequency in MHz (default: the board's oscillator: 12 MHz "
                         "iCEBreaker, 25 MHz ULX3S, 48 MHz OrangeCrab)")
@@ -129,13 +133,17 @@ def _resolve(args) -> tuple:
     from hw.mxu import MXUConfig
     from hw.pe import PE, PEConfig
     from sim import synth
-    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS
+    from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS, POD_BLOCKS
 
     if args.block in ICI_BLOCKS:
+        if getattr(args, "devices", None) is not None:
+            raise UsageError(f"--devices applies to the pod blocks (pod-*) only, not {args.block}")
         return _resolve_ici(args)
-    for opt in _ICI_OPTIONS:
+    if args.block in POD_BLOCKS:
+        return _resolve_pod(args)
+    for opt in (*_ICI_OPTIONS, "devices"):
         if getattr(args, opt, None) is not None:
-            raise UsageError(f"--{opt.replace('_', '-')} applies to the ICI blocks (ici-*) only")
+            raise UsageError(f"--{opt.replace('_', '-')} applies to the ICI and pod blocks (ici-*, pod-*) only")
     if args.block in HBM_BLOCKS:
         return _resolve_hbm(args)
     if args.block in ENGINE_BLOCKS:
@@ -200,6 +208,36 @@ def _resolve_ici(args) -> tuple:
         raise UsageError(str(e).replace("beat_bytes", "--link-bytes").replace("latency_cycles", "--link-latency")
                          ) from None
     return ici_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, {"block": args.block, **cfg.as_dict()}
+
+
+def _resolve_pod(args) -> tuple:
+    """``mxu synth --block pod-*``: a pod node or its collective engine, on the engine's defaults with
+    the array, HBM and link options."""
+    from hw.engine import EngineConfig
+    from hw.ici import ICIConfig
+    from hw.pod.config import PodConfig
+    from sim import synth
+    from sim.blocks import pod_block
+
+    for opt, flag in (("backpressure", "--no-backpressure"), ("config", "--config"), ("hbm_timing", "--hbm-timing")):
+        if getattr(args, opt) is not None:
+            raise UsageError(f"{flag} does not apply to block {args.block}")
+    name = args.name or args.block.replace("-", "_")
+    check_module_name(name, reserved=(synth.WRAPPER_TOP,))
+    link = {"beat_bytes": 8, "rx_packets": 16}   # the pod's default link (PodConfig)
+    link.update({field: getattr(args, opt) for opt, field in _ICI_OPTIONS.items() if getattr(args, opt) is not None})
+    try:
+        params = engine_params(args)
+        if args.queue_depth is not None:
+            params["queue_depth"] = args.queue_depth
+        devices = getattr(args, "devices", None)
+        cfg = PodConfig(engine=EngineConfig.from_options(**params), link=ICIConfig(**link),
+                        nodes=devices if devices is not None else 4)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e).replace("beat_bytes", "--link-bytes").replace("latency_cycles", "--link-latency")
+                         .replace("nodes must", "--devices must")) from None
+    check_size(cfg.engine.mxu.rows, cfg.engine.mxu.cols, args, simulated=False)
+    return pod_block(args.block, cfg), name, synth.TARGETS[args.target], cfg, {"block": args.block, **cfg.as_dict()}
 
 
 def _resolve_hbm(args) -> tuple:
