@@ -81,7 +81,8 @@ def html_rows(path: Path) -> list[list[str]]:
     return p.rows
 
 
-NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(\d[\d,]*(?:\.\d+)?)(%?)(?![A-Za-z0-9_])")
+# not a number: digits inside a name, Yosys's "crc$56" included
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.$])(\d[\d,]*(?:\.\d+)?)(%?)(?![A-Za-z0-9_])")
 
 
 def numbers_in(cell: str) -> list[tuple[float, int, bool]]:
