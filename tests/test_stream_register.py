@@ -83,3 +83,48 @@ def test_payload_holds_while_stalled():
 def test_bad_shape():
     with pytest.raises(TypeError, match="shape"):
         StreamRegister("wide")
+
+
+def test_hbm_queue_empty_covers_the_request_register():
+    """Regression guard for the HBM controller's request register: a posted write waits a cycle in
+    the register before the queue holds it, and ``queue_empty0`` must be low then too (the GEMM
+    benches' drain rule reads it to know every accepted write is on its way to the pins). One
+    one-beat write burst to address 0 on one pseudo-channel: from the cycle after its W beat is
+    taken until its ACT's tRCD has passed, ``queue_empty0`` is 0 in every cycle."""
+    from hw.hbm.axi import AXI_INCR, HBMController
+    from hw.hbm.config import HBMConfig
+
+    cfg = HBMConfig(pseudo_channels=1)
+    dut = HBMController(cfg, axi_ports=1, id_bits=1, rob_depth=16)
+    axi = dut.axi0
+    seen = []
+
+    async def bench(ctx):
+        for sig, v in (
+            (axi.awvalid, 1),
+            (axi.awaddr, 0),
+            (axi.awlen, 0),
+            (axi.awsize, cfg.offset_bits),
+            (axi.awburst, AXI_INCR),
+            (axi.wvalid, 1),
+            (axi.wlast, 1),
+            (axi.wdata, 0x1234),
+            (axi.wstrb, (1 << cfg.burst_bytes) - 1),
+            (axi.bready, 1),
+        ):
+            ctx.set(sig, v)
+        taken = None
+        for cycle in range(40):
+            aw_now = ctx.get(axi.awvalid) and ctx.get(axi.awready)
+            if taken is None and ctx.get(axi.wvalid) and ctx.get(axi.wready):
+                taken = cycle
+            await ctx.tick()
+            if aw_now:
+                ctx.set(axi.awvalid, 0)
+            if taken is not None:
+                ctx.set(axi.wvalid, 0)
+                seen.append(ctx.get(dut.queue_empty0))
+        assert taken is not None, "the W beat was never taken"
+
+    run_testbench(dut, bench)
+    assert len(seen) > cfg.timing.tRCD and seen[: cfg.timing.tRCD] == [0] * cfg.timing.tRCD, seen
