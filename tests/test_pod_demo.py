@@ -164,7 +164,9 @@ def test_demo_exits_1_when_a_node_differs(tmp_path, monkeypatch, capsys):
 def test_pod_demo_on_the_rtl(simulator, tmp_path, monkeypatch, capsys):
     """``mxu pod demo`` end to end on the pod RTL in Verilator, small: 3 slots of 2 x 2 engines with
     slot 1 absent (the pod of test_pod_with_hbm_controllers_is_bit_exact: one build for both), one
-    training step of 8 images. Exit 0, every phase bit-exact, every node the same logits."""
+    training step of 8 images. Exit 0, every phase bit-exact, every node the same logits, the cycles
+    exact. Verilator only: Icarus runs the same pod in test_pod, and the 360-image layers take
+    minutes there."""
     monkeypatch.setenv("MXU_PROGRESS", "0")
     out_dir = tmp_path / "d"
     rc = main(
@@ -185,6 +187,11 @@ def test_pod_demo_on_the_rtl(simulator, tmp_path, monkeypatch, capsys):
     assert s["results_checked"] == 2 * (360 * 32 + 2 * 360 * 10) + 256 + 80 + 640 + 256 + 4096
     assert s["config"]["sim"] == simulator and (s["config"]["rows"], s["config"]["cols"]) == (2, 2)
     assert s["inference"]["rtl_correct"] == 350 and s["inference"]["reference_correct"] == 349
+    # the RTL's cycles, exact: layer 2's node 0 loads b2 as C0, node 1 starts from +0
+    assert [p["pod_cycles"] for p in s["phases"]] == [93073, 19711, 2340, 504, 1001, 478, 4361, 93073, 19711]
+    assert [p["gemm_cycles"] for p in s["phases"]][:2] == [[93068, 93068], [15298, 14813]]
+    colls = [p["collective_cycles"] for p in s["phases"] if p["collective"]]
+    assert colls == [[[4407], [4118]], [[520], [520]], [[1737], [1737]], [[4407], [4118]]]
     for p in s["phases"]:
         assert min(p["gemm_cycles"]) > 0 and p["pod_cycles"] == sum(p["phase_cycles"])
         if p["collective"]:
