@@ -131,8 +131,7 @@ class PodDemoConfig:
                 layer 2 its rows) or than the minibatch's images (each node needs a row).
         """
         from hw.engine import EngineConfig
-        from hw.ici.config import ICIConfig
-        from hw.pod.config import PodConfig
+        from hw.pod.config import PodConfig, pod_link
 
         if self.fmt == "int8":
             raise ValueError("the MLP runs float formats (bf16, fp8_e4m3fn, fp8_e5m2), not int8")
@@ -142,7 +141,7 @@ class PodDemoConfig:
             raise ValueError(f"--lr must be above 0; got {self.lr}")
         engine = EngineConfig.from_options(rows=self.rows, cols=self.cols, fmt=self.fmt, subnormals=self.subnormals,
                                            stages=self.stages, pseudo_channels=self.pseudo_channels)
-        link = ICIConfig(beat_bytes=self.link_bytes, latency_cycles=self.link_latency, rx_packets=16)
+        link = pod_link(beat_bytes=self.link_bytes, latency_cycles=self.link_latency)
         pod = PodConfig(engine=engine, link=link, nodes=self.devices, absent=tuple(self.absent))
         live = len(pod.live)
         train = training_images(self.test_fraction)

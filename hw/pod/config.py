@@ -11,7 +11,7 @@ from hw.arith.fp32_add import ADDER_CUTS
 from hw.config import check_choice, check_int, check_pow2
 from hw.ici.config import ICIConfig
 
-__all__ = ["CollectiveConfig", "CollectiveOp", "PodConfig", "descriptor_layout", "command_layout",
+__all__ = ["CollectiveConfig", "CollectiveOp", "PodConfig", "pod_link", "descriptor_layout", "command_layout",
            "HBM_BEAT_BYTES"]
 
 #: bytes of one HBM burst, the collective engine's AXI4 beat (as the GEMM engine's)
@@ -25,6 +25,16 @@ class CollectiveOp(enum.Enum, shape=2):
     REDUCE_SCATTER = 1
     ALL_REDUCE = 2
 
+
+
+def pod_link(**fields) -> ICIConfig:
+    """The pod's ICI link: 8-byte beats and a 16-packet receive buffer (so a collective's slices,
+    at most (16 - 1) // 2 packets, keep the link busy), with ``fields`` (ICIConfig's) overriding.
+
+    Raises:
+        TypeError, ValueError: as :class:`~hw.ici.config.ICIConfig`.
+    """
+    return ICIConfig(**{"beat_bytes": 8, "rx_packets": 16, **fields})
 
 @dataclass(frozen=True)
 class CollectiveConfig:
@@ -48,7 +58,7 @@ class CollectiveConfig:
 
     fmt: str = "bf16"
     subnormals: str = "ftz"
-    link: ICIConfig = field(default_factory=lambda: ICIConfig(beat_bytes=8, rx_packets=16))
+    link: ICIConfig = field(default_factory=lambda: pod_link())
     address_bits: int = 28
     max_nodes: int = 8
     adder_cuts: tuple = ("align", "norm", "out")
@@ -152,7 +162,7 @@ class PodConfig:
     """
 
     engine: object = None
-    link: ICIConfig = field(default_factory=lambda: ICIConfig(beat_bytes=8, rx_packets=16))
+    link: ICIConfig = field(default_factory=lambda: pod_link())
     nodes: int = 4
     absent: tuple = ()
     adder_cuts: tuple = ("align", "norm", "out")

@@ -91,8 +91,7 @@ def run(args) -> int:
     import numpy as np
 
     from hw.engine import EngineConfig
-    from hw.ici.config import ICIConfig
-    from hw.pod.config import PodConfig
+    from hw.pod.config import PodConfig, pod_link
     from verif.golden import compare_bits
     from verif.golden.collectives import sharded_matmul
     from verif.pod_host import assemble, collective_payload_beats, plan_matmul
@@ -101,7 +100,7 @@ def run(args) -> int:
     try:
         engine = EngineConfig.from_options(rows=args.rows, cols=args.cols, fmt=args.fmt, subnormals=args.subnormals,
                                            stages=args.stages, pseudo_channels=args.pseudo_channels)
-        link = ICIConfig(beat_bytes=args.link_bytes, latency_cycles=args.link_latency, rx_packets=16)
+        link = pod_link(beat_bytes=args.link_bytes, latency_cycles=args.link_latency)
         cfg = PodConfig(engine=engine, link=link, nodes=args.devices, absent=args.absent)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None

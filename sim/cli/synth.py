@@ -214,8 +214,7 @@ def _resolve_pod(args) -> tuple:
     """``mxu synth --block pod-*``: a pod node or its collective engine, on the engine's defaults with
     the array, HBM and link options."""
     from hw.engine import EngineConfig
-    from hw.ici import ICIConfig
-    from hw.pod.config import PodConfig
+    from hw.pod.config import PodConfig, pod_link
     from sim import synth
     from sim.blocks import pod_block
 
@@ -224,14 +223,13 @@ def _resolve_pod(args) -> tuple:
             raise UsageError(f"{flag} does not apply to block {args.block}")
     name = args.name or args.block.replace("-", "_")
     check_module_name(name, reserved=(synth.WRAPPER_TOP,))
-    link = {"beat_bytes": 8, "rx_packets": 16}   # the pod's default link (PodConfig)
-    link.update({field: getattr(args, opt) for opt, field in _ICI_OPTIONS.items() if getattr(args, opt) is not None})
+    link = {field: getattr(args, opt) for opt, field in _ICI_OPTIONS.items() if getattr(args, opt) is not None}
     try:
         params = engine_params(args)
         if args.queue_depth is not None:
             params["queue_depth"] = args.queue_depth
         devices = getattr(args, "devices", None)
-        cfg = PodConfig(engine=EngineConfig.from_options(**params), link=ICIConfig(**link),
+        cfg = PodConfig(engine=EngineConfig.from_options(**params), link=pod_link(**link),
                         nodes=devices if devices is not None else 4)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e).replace("beat_bytes", "--link-bytes").replace("latency_cycles", "--link-latency")
