@@ -11,7 +11,7 @@ import numpy as np
 
 from hw.pod.config import PodConfig
 
-__all__ = ["run_pod", "pod_verilog", "bench_plan"]
+__all__ = ["run_pod", "pod_verilog", "bench_plan", "stored_rows"]
 
 
 def pod_verilog(cfg: PodConfig, stored_rows: int) -> Path:
@@ -51,9 +51,13 @@ def bench_plan(plan) -> tuple[list[dict], dict[str, np.ndarray], int]:
     return nodes, arrays, end
 
 
-def _stored_rows(cfg: PodConfig, end: int) -> int:
+def stored_rows(cfg: PodConfig, *plans) -> int:
+    """DRAM rows each device model stores (part of the netlist, so of the simulator build): the
+    smallest power of two from 256 that holds every byte the ``plans`` touch. Runs that should share
+    one build pass the same value to :func:`run_pod`."""
     hbm = cfg.engine.hbm
     per_row = hbm.capacity_bytes // hbm.rows
+    end = max(bench_plan(p)[2] for p in plans)
     rows = 256
     while rows * per_row < end and rows < hbm.rows:
         rows *= 2
@@ -61,10 +65,11 @@ def _stored_rows(cfg: PodConfig, end: int) -> int:
 
 
 def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0, seed: int = 1,
-            timeout_cycles: int = 2_000_000, waves: str | None = None) -> dict:
+            timeout_cycles: int = 2_000_000, waves: str | None = None, rows: int | None = None) -> dict:
     """Run ``plan`` on the pod ``cfg`` in ``sim`` ("verilator" or "icarus").
 
-    ``waves``: write a waveform there (.fst or .vcd).
+    ``waves``: write a waveform there (.fst or .vcd). ``rows``: the device models' stored rows
+    (:func:`stored_rows`; default: what ``plan`` needs).
 
     Returns:
         the dict of :func:`verif.pod_sim.run_pod_amaranth` (``results``, ``gemm_cycles``,
@@ -72,6 +77,7 @@ def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0
         existing simulator build was reused), ``wall_s``, ``sim_cycles``.
 
     Raises:
+        ValueError: ``rows`` is fewer than the plan needs.
         RuntimeError: the bench failed (a node's error status, a hang, a JEDEC violation): the message
             holds the end of the log.
     """
@@ -79,8 +85,12 @@ def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0
     from verif.tb.base import PodTbConfig
 
     t0 = time.perf_counter()
-    nodes, arrays, end = bench_plan(plan)
-    stored = _stored_rows(cfg, end)
+    nodes, arrays, _ = bench_plan(plan)
+    stored = stored_rows(cfg, plan)
+    if rows is not None:
+        if rows < stored:
+            raise ValueError(f"rows {rows} is too few for the plan: it needs {stored}")
+        stored = rows
     verilog = pod_verilog(cfg, stored)
     work = build_root() / "runs"
     work.mkdir(parents=True, exist_ok=True)

@@ -153,40 +153,27 @@ def test_pod_config_errors():
 
 
 def test_mxu_pod_matmul_end_to_end(tmp_path, capsys, monkeypatch):
-    """``mxu pod matmul --sim amaranth`` on 3 slots with slot 1 absent, fsdp, int8: exit 0, C.npy equal to the
-    golden product, the JSON names the ring, every node's GEMM and its all-gather."""
+    """``mxu pod matmul`` in Verilator on 3 slots with slot 1 absent, fsdp, bf16 with a C0: exit 0,
+    C.npy equal to the golden product, the JSON names the ring, every node's GEMM and its all-gather.
+    The pod is test_pod_with_hbm_controllers_is_bit_exact's (one build), and the single-engine
+    reference runs on its first node: no second build."""
     import json
+
+    from ml_dtypes import bfloat16
 
     from sim.cli import main
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MXU_PROGRESS", "0")
     rng = np.random.default_rng(7)
-    a = rng.integers(-128, 128, (5, 6)).astype(np.int8)
-    b = rng.integers(-128, 128, (6, 3)).astype(np.int8)
-    np.save("a.npy", a)
-    np.save("b.npy", b)
-    rc = main(
-        [
-            "pod",
-            "matmul",
-            "a.npy",
-            "b.npy",
-            "-o",
-            "c.npy",
-            "--devices",
-            "3",
-            "--absent",
-            "1",
-            "--sharding",
-            "fsdp",
-            "--fmt",
-            "int8",
-            "--rows",
-            "2",
-            "--cols",
-            "2",
-        ]
-    )
+    a = rng.standard_normal((5, 6)).astype(bfloat16).astype(np.float32)
+    b = rng.standard_normal((6, 3)).astype(bfloat16).astype(np.float32)
+    c = rng.standard_normal((5, 3)).astype(np.float32)
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        np.save(f"{name}.npy", x)
+    argv = ["pod", "matmul", "a.npy", "b.npy", "--c", "c.npy", "-o", "c_out.npy", "--devices", "3", "--absent", "1"]
+    argv += ["--sharding", "fsdp", "--rows", "2", "--cols", "2", "--pseudo-channels", "1", "--sim", "verilator"]
+    rc = main(argv)
     out, err = capsys.readouterr()
     assert rc == 0, err
     rep = json.loads(out)
@@ -194,7 +181,26 @@ def test_mxu_pod_matmul_end_to_end(tmp_path, capsys, monkeypatch):
     assert len(rep["gemm_cycles"]) == 2 and [len(x) for x in rep["collective_cycles"]] == [1, 1]
     # each node sends its 3 rows of B, one 32-byte HBM beat each (4 link beats of 8 bytes)
     assert rep["collective_payload_beats"] == 2 * 3 * 4 and 0 < rep["link_utilization"] <= 1
-    assert np.array_equal(np.load("c.npy"), matmul(a, b, fmt="int8"))
+    assert rep["single_engine_cycles"] > max(rep["gemm_cycles"])
+    want = matmul(a.astype(bfloat16), b.astype(bfloat16), c).view(np.uint32)
+    assert np.array_equal(np.load("c_out.npy").view(np.uint32), want)
+
+
+def test_single_engine_plan_runs_on_one_node_of_the_pod(seed):
+    """``plan_single`` (``mxu pod matmul``'s single-engine reference) runs the whole GEMM on the first
+    live node of the sharded run's pod, the others idle: its result is the golden product and its
+    cycles are those of a one-node pod, exactly (the nodes share nothing during a GEMM)."""
+    from verif.pod_host import plan_single
+
+    rng = np.random.default_rng(seed)
+    cfg = pod("bf16", 2, absent=(0,))
+    a, b, c = operands(rng, "bf16", 5, 6, 3)
+    plan = plan_single(cfg, a, b, c)
+    assert [(nd.slot, nd.rank, nd.gemm) for nd in plan.nodes] == [(1, 0, (5, 6, 3))]
+    res = run_pod_amaranth(cfg, plan, seed=seed)
+    one = run_pod_amaranth(pod("bf16", 1), plan_matmul(pod("bf16", 1), a, b, c, "dp"), seed=seed)
+    assert res["gemm_cycles"] == one["gemm_cycles"] and len(res["results"]) == 1
+    assert np.array_equal(res["results"][0].view(np.uint32), matmul(a, b, c).view(np.uint32))
 
 
 @pytest.mark.cocotb

@@ -27,8 +27,8 @@ from hw.pod.csr import REG as CREG
 from verif.gemm_host import Layout, check_gemm, layout, register_writes
 from verif.golden.collectives import SHARDINGS, split_sizes
 
-__all__ = ["NodePlan", "PodPlan", "plan_matmul", "plan_per_node", "collective_writes", "collective_payload_beats",
-           "assemble", "OP_CODES", "PER_NODE"]
+__all__ = ["NodePlan", "PodPlan", "plan_matmul", "plan_per_node", "plan_single", "collective_writes",
+           "collective_payload_beats", "assemble", "OP_CODES", "PER_NODE"]
 
 OP_CODES = {"all_gather": 0, "reduce_scatter": 1, "all_reduce": 2}
 
@@ -111,6 +111,20 @@ def plan_matmul(cfg: PodConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray | No
             node.after.append(("all_reduce", lay.d_base, lay.d_stride, m, n * 4))
         plans.append(node)
     return PodPlan(sharding, (m, k, n), plans, bidirectional, acc)
+
+
+def plan_single(cfg: PodConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> PodPlan:
+    """Plan the whole C = A @ B (+ C0) on the first live node of the pod ``cfg``, the other nodes idle:
+    the single-engine reference of a sharded run, on the same netlist (one simulator build serves
+    both; the nodes share nothing during a GEMM, so node 0's cycles are those of a one-node pod).
+
+    Raises:
+        ValueError: as :func:`plan_matmul` (mismatched shapes).
+    """
+    one = PodConfig(engine=cfg.engine, link=cfg.link, nodes=1, adder_cuts=cfg.adder_cuts)
+    plan = plan_matmul(one, a, b, c, "dp")
+    plan.nodes[0].slot = cfg.live[0]
+    return plan
 
 
 def plan_per_node(cfg: PodConfig, products: list[tuple], *, after: str | None = None,

@@ -58,8 +58,8 @@ collectives after, each from the first start to the last node's done), pod_cycle
 collective_payload_beats (link beats of data the collectives sent, all links), link_utilization
 (those beats over the collective phases' cycles times the links in use), replays and crc_errors
 (all links), nodes_differ (tp-k: ranks whose copy of C is not node 0's), single_engine_cycles (the
-same GEMM on one node of the same pod), scaling_efficiency (single_engine_cycles / (devices *
-pod_cycles)), bitexact, mismatches, wall_s, output.
+same GEMM on the first live node of the same pod, the others idle), scaling_efficiency
+(single_engine_cycles / (devices * pod_cycles)), bitexact, mismatches, wall_s, output.
 
 Exit status: 0 when every result is bit-exact; 1 when any differs (C.npy still written, holding
 the RTL's results) or a node reports an error; 2 for bad input (one line on stderr, nothing
@@ -94,7 +94,7 @@ def run(args) -> int:
     from hw.pod.config import PodConfig, pod_link
     from verif.golden import compare_bits
     from verif.golden.collectives import sharded_matmul
-    from verif.pod_host import assemble, collective_payload_beats, plan_matmul
+    from verif.pod_host import assemble, collective_payload_beats, plan_matmul, plan_single
     from verif.pod_sim import run_pod_amaranth
 
     try:
@@ -111,7 +111,7 @@ def run(args) -> int:
     c = initial_c(load_npy(args.c, "--c"), args.c, fmt, m, n) if args.c is not None else None
     try:
         plan = plan_matmul(cfg, a, b, c, args.sharding, bidirectional=args.bidirectional)
-        single = plan_matmul(PodConfig(engine=engine, link=link, nodes=1), a, b, c, "dp")
+        single = plan_single(cfg, a, b, c)
     except ValueError as e:
         raise UsageError(str(e)) from None
     bar = None
@@ -123,11 +123,11 @@ def run(args) -> int:
                    bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
         bar.set_postfix_str(f"{devices} nodes, {args.sharding}")
     if args.sim == "amaranth":
-        def run_on(c, p):
-            return run_pod_amaranth(c, p)
+        def run_on(p):
+            return run_pod_amaranth(cfg, p)
     else:
         from sim import toolchain
-        from sim.pod import run_pod
+        from sim.pod import run_pod, stored_rows
 
         check_build_dir()
         try:
@@ -135,14 +135,16 @@ def run(args) -> int:
         except toolchain.SimulatorUnavailable as e:
             raise UsageError(str(e)) from None
 
-        def run_on(c, p):
-            return run_pod(c, p, sim=args.sim)
+        rows = stored_rows(cfg, plan, single)  # one netlist, so one build, for both runs
+
+        def run_on(p):
+            return run_pod(cfg, p, sim=args.sim, rows=rows)
     try:
-        res = run_on(cfg, plan)
+        res = run_on(plan)
         if bar:
             bar.update(1)
             bar.set_postfix_str("the same GEMM on one node")
-        one = run_on(PodConfig(engine=engine, link=link, nodes=1), single)
+        one = run_on(single)
     except AssertionError as e:     # a node's error status, a protocol error or a hang
         raise RuntimeError(str(e).splitlines()[0]) from None
     finally:
