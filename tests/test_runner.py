@@ -23,7 +23,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import runner, toolchain
-from sim.runner import RunResult, SimulationError, SimulatorUnavailable, generate_verilog, run_cocotb
+from sim.runner import RunResult, SimulationError, SimulatorUnavailable, build_root, generate_verilog, run_cocotb
 
 TB = "verif.tb.smoke_tb"
 TOP = "reg_adder"
@@ -98,6 +98,28 @@ def test_failing_cocotb_test_is_reported(simulator: str, adder_v: Path) -> None:
     assert len(failures) == 1
     # The first pair checked is 0 + 0, expected 0 + 0 + 1.
     assert "0 + 0: y = 0, expected 1" in result.log.read_text()
+
+
+@pytest.mark.cocotb
+def test_assertion_rewriting_stays_on_the_benches(simulator: str, adder_v: Path, monkeypatch) -> None:
+    """Regression: cocotb rewrites the asserts of every ``*.py`` module the simulator's Python imports
+    unless told otherwise, and with PYTHONDONTWRITEBYTECODE set it compiled numpy, Amaranth and the
+    project again at every simulator start (2.0 of the 2.1 s of a one-GEMM run). The runner limits it
+    to the benches, ``*_tb.py``; an explicit COCOTB_REWRITE_ASSERTION_FILES still wins. Under
+    PYTHONDONTWRITEBYTECODE the bytecode goes to the build cache."""
+    monkeypatch.delenv("COCOTB_REWRITE_ASSERTION_FILES", raising=False)
+    result = run_cocotb([adder_v], TOP, "verif.tb.probe_tb", simulator=simulator)
+    log_text = result.log.read_text()
+    assert result.ok, _describe(result)
+    assert "rewritten: *_tb.py\n" in log_text and "loader of bench: AssertionRewritingHook" in log_text
+    assert "loader of numpy: SourceFileLoader" in log_text
+    monkeypatch.setenv("COCOTB_REWRITE_ASSERTION_FILES", "*.py")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    log_text = run_cocotb([adder_v], TOP, "verif.tb.probe_tb", simulator=simulator).log.read_text()
+    assert "rewritten: *.py\n" in log_text
+    # no bytecode in the source tree, and none compiled twice: the build cache holds it
+    assert f"bytecode: written True, prefix {build_root() / 'cache' / 'pycache'}\n" in log_text
 
 
 @pytest.mark.cocotb
