@@ -130,7 +130,8 @@ def test_writes_queued_behind_a_refresh_reach_the_device_before_d_is_read(memory
     waited out tRFC. A request waiting in a queue now restarts the count (``queue_empty<k>``): the
     results are bit-exact. The engine's CYCLES were those of the run that failed (2,647 and 16,574)
     until the HBM controller's request register added a cycle per memory round trip; without the
-    queue_empty rule the python-memory case still reads the fill pattern."""
+    queue_empty rule both cases still read the fill pattern (108 results; the HDL bench's rule is
+    ``since_col`` in ``verif.hdl.gemm_sim_top``)."""
     from sim.gemm import random_jobs
 
     cfg = EngineConfig.from_options(rows=4, cols=4, fmt="int8", stages=2)
