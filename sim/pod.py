@@ -55,9 +55,12 @@ def stored_rows(cfg: PodConfig, *plans) -> int:
     """DRAM rows each device model stores (part of the netlist, so of the simulator build): the
     smallest power of two from 256 that holds every byte the ``plans`` touch. Runs that should share
     one build pass the same value to :func:`run_pod`."""
+    return _rows_for(cfg, max(bench_plan(p)[2] for p in plans))
+
+
+def _rows_for(cfg: PodConfig, end: int) -> int:
     hbm = cfg.engine.hbm
     per_row = hbm.capacity_bytes // hbm.rows
-    end = max(bench_plan(p)[2] for p in plans)
     rows = 256
     while rows * per_row < end and rows < hbm.rows:
         rows *= 2
@@ -85,8 +88,8 @@ def run_pod(cfg: PodConfig, plan, *, sim: str = "verilator", flip_p: float = 0.0
     from verif.tb.base import PodTbConfig
 
     t0 = time.perf_counter()
-    nodes, arrays, _ = bench_plan(plan)
-    stored = stored_rows(cfg, plan)
+    nodes, arrays, end = bench_plan(plan)
+    stored = _rows_for(cfg, end)
     if rows is not None:
         if rows < stored:
             raise ValueError(f"rows {rows} is too few for the plan: it needs {stored}")

@@ -326,7 +326,7 @@ class _ToolchainMixin:
     * Assertion rewriting: cocotb rewrites the asserts of every ``*.py`` module the simulator's
       Python imports (``COCOTB_REWRITE_ASSERTION_FILES``), numpy and Amaranth included, and caches the
       result only where bytecode may be written; with ``PYTHONDONTWRITEBYTECODE`` set every simulator
-      start compiled them again: 2.0 of the 2.1 s a one-GEMM run took. Only the benches
+      start compiled them again (docs/performance/simulation.md measures it). Only the benches
       (``verif/tb/*_tb.py``) are rewritten unless the variable is set. Under
       ``PYTHONDONTWRITEBYTECODE`` the simulator's Python writes its bytecode into the build cache
       (``PYTHONPYCACHEPREFIX``) instead of compiling the project's modules at every start.

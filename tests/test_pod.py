@@ -181,9 +181,33 @@ def test_mxu_pod_matmul_end_to_end(tmp_path, capsys, monkeypatch):
     assert len(rep["gemm_cycles"]) == 2 and [len(x) for x in rep["collective_cycles"]] == [1, 1]
     # each node sends its 3 rows of B, one 32-byte HBM beat each (4 link beats of 8 bytes)
     assert rep["collective_payload_beats"] == 2 * 3 * 4 and 0 < rep["link_utilization"] <= 1
-    assert rep["single_engine_cycles"] > max(rep["gemm_cycles"])
+    # the RTL's cycles, exact; the single-engine reference (148) ran on slot 0 of the same netlist
+    assert (rep["gemm_cycles"], rep["collective_cycles"], rep["phase_cycles"]) == (
+        [107, 100],
+        [[195], [189]],
+        [199, 109],
+    )
+    assert (rep["pod_cycles"], rep["single_engine_cycles"], rep["scaling_efficiency"]) == (308, 148, 0.2403)
     want = matmul(a.astype(bfloat16), b.astype(bfloat16), c).view(np.uint32)
     assert np.array_equal(np.load("c_out.npy").view(np.uint32), want)
+
+
+def test_stored_rows_cover_every_plan_given():
+    """The device models store as many DRAM rows as the largest plan needs (a power of two from 256,
+    16 KB per row with one pseudo-channel): a 1100 x 2048 bf16 A is 4.3 MB on one node (512 rows)
+    and 2.2 MB per node when dp splits it (256), so the CLI's shared netlist takes 512; a run given
+    fewer rows than its plan needs is refused before any build."""
+    from ml_dtypes import bfloat16
+
+    from sim.pod import run_pod, stored_rows
+    from verif.pod_host import plan_single
+
+    cfg = PodConfig(engine=EngineConfig.from_options(rows=2, cols=2, pseudo_channels=1), nodes=3, absent=(1,))
+    a, b = np.zeros((1100, 2048), bfloat16), np.zeros((2048, 8), bfloat16)
+    sharded, single = plan_matmul(cfg, a, b, None, "dp"), plan_single(cfg, a, b, None)
+    assert (stored_rows(cfg, sharded), stored_rows(cfg, single), stored_rows(cfg, sharded, single)) == (256, 512, 512)
+    with pytest.raises(ValueError, match="rows 256 is too few for the plan: it needs 512"):
+        run_pod(cfg, single, rows=256)
 
 
 def test_single_engine_plan_runs_on_one_node_of_the_pod(seed):

@@ -26,7 +26,6 @@ class CollectiveOp(enum.Enum, shape=2):
     ALL_REDUCE = 2
 
 
-
 def pod_link(**fields) -> ICIConfig:
     """The pod's ICI link: 8-byte beats and a 16-packet receive buffer (so a collective's slices,
     at most (16 - 1) // 2 packets, keep the link busy), with ``fields`` (ICIConfig's) overriding.
@@ -35,6 +34,7 @@ def pod_link(**fields) -> ICIConfig:
         TypeError, ValueError: as :class:`~hw.ici.config.ICIConfig`.
     """
     return ICIConfig(**{"beat_bytes": 8, "rx_packets": 16, **fields})
+
 
 @dataclass(frozen=True)
 class CollectiveConfig:
@@ -58,7 +58,7 @@ class CollectiveConfig:
 
     fmt: str = "bf16"
     subnormals: str = "ftz"
-    link: ICIConfig = field(default_factory=lambda: pod_link())
+    link: ICIConfig = field(default_factory=pod_link)
     address_bits: int = 28
     max_nodes: int = 8
     adder_cuts: tuple = ("align", "norm", "out")
@@ -162,7 +162,7 @@ class PodConfig:
     """
 
     engine: object = None
-    link: ICIConfig = field(default_factory=lambda: pod_link())
+    link: ICIConfig = field(default_factory=pod_link)
     nodes: int = 4
     absent: tuple = ()
     adder_cuts: tuple = ("align", "norm", "out")
