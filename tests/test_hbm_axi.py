@@ -74,9 +74,9 @@ def test_manual_snippet_builds():
     assert scope["cfg"].address_bits == 29
 
 
-def run_on_emulators(cfg, tb, *, axi_ports=1, id_bits=1):
-    """Amaranth simulation of an HBMController (rob_depth 16) with a BRAM emulator on every
-    pseudo-channel; ``tb(ctx, hbm)`` drives the AXI ports."""
+def run_on_emulators(cfg, tb, *, axi_ports=1, id_bits=1, rob_depth=16):
+    """Amaranth simulation of an HBMController with a BRAM emulator on every pseudo-channel;
+    ``tb(ctx, hbm)`` drives the AXI ports."""
     from amaranth.hdl import Module
     from amaranth.lib import wiring
     from amaranth.sim import Simulator
@@ -84,7 +84,7 @@ def run_on_emulators(cfg, tb, *, axi_ports=1, id_bits=1):
     from hw.hbm.emulator import BRAMEmulator
 
     m = Module()
-    m.submodules.hbm = hbm = HBMController(cfg, axi_ports=axi_ports, id_bits=id_bits, rob_depth=16)
+    m.submodules.hbm = hbm = HBMController(cfg, axi_ports=axi_ports, id_bits=id_bits, rob_depth=rob_depth)
     for k in range(cfg.pseudo_channels):
         m.submodules[f"emu{k}"] = emu = BRAMEmulator(cfg, emulated_rows=2)
         wiring.connect(m, getattr(hbm, f"pc{k}"), emu.dram)
@@ -217,3 +217,65 @@ def test_every_write_burst_gets_its_b_when_bready_stalls(seed):
     run_on_emulators(HBMConfig(**TWO_PC), tb, id_bits=4)
     assert len(sent) > 100, len(sent)
     assert got == sent, f"{len(sent)} bursts sent, {len(got)} B responses"
+
+
+def test_a_full_reorder_buffer_holds_reads_back_and_loses_no_beat():
+    """The reorder buffer's full flag, at its edges: two ports read 8-beat bursts through 4-slot
+    reorder buffers while RREADY is low two cycles in three (a fixed pattern per port), so each buffer
+    fills, stops allocating, and frees a slot per beat taken. Every beat carries the data written
+    before (its burst index), in AR order, and at the cycle pinned below: a flag raised a beat late
+    overwrites a waiting beat, one raised early or cleared late stalls a beat (one slot idle)."""
+    cfg = HBMConfig(**TWO_PC)
+    bursts = 16
+    got = [[], []]
+
+    async def tb(ctx, hbm):
+        ports = (hbm.axi0, hbm.axi1)
+        p = ports[0]  # the data: burst index i at address 32 * i, one-beat writes on port 0
+        for name, v in (
+            ("awsize", 5),
+            ("awburst", 1),
+            ("awlen", 0),
+            ("wlast", 1),
+            ("wstrb", (1 << 32) - 1),
+            ("bready", 1),
+        ):
+            ctx.set(getattr(p, name), v)
+        for i in range(bursts * 8):
+            for valid, ready, sigs in (
+                (p.awvalid, p.awready, ((p.awaddr, 32 * i),)),
+                (p.wvalid, p.wready, ((p.wdata, i),)),
+            ):
+                for sig, v in sigs:
+                    ctx.set(sig, v)
+                ctx.set(valid, 1)
+                while not ctx.get(ready):
+                    await ctx.tick()
+                await ctx.tick()
+                ctx.set(valid, 0)
+        for _ in range(400):  # the posted writes reach the emulator before the reads are queued
+            await ctx.tick()
+        sent = [0, 0]
+        for q in ports:
+            for name, v in (("arsize", 5), ("arburst", 1), ("arlen", 7)):
+                ctx.set(getattr(q, name), v)
+        for cycle in range(1500):
+            for j, q in enumerate(ports):
+                ctx.set(q.arvalid, sent[j] < bursts // 2)
+                ctx.set(q.araddr, 32 * 8 * (2 * sent[j] + j))
+                ctx.set(q.rready, (cycle + j) % 3 == 0)
+            taken = [ctx.get(q.arvalid & q.arready) for q in ports]
+            beats = [(ctx.get(q.rvalid & q.rready), ctx.get(q.rdata), ctx.get(q.rlast)) for q in ports]
+            await ctx.tick()
+            for j in range(2):
+                sent[j] += taken[j]
+                if beats[j][0]:
+                    got[j].append((cycle, beats[j][1], beats[j][2]))
+
+    run_on_emulators(cfg, tb, axi_ports=2, rob_depth=4)
+    for j in range(2):
+        want = [8 * (2 * b + j) + k for b in range(bursts // 2) for k in range(8)]
+        assert [d for _, d, _ in got[j]] == want, f"port {j}: data {[d for _, d, _ in got[j]][:20]}"
+        assert [last for _, _, last in got[j]] == [k == 7 for _ in range(bursts // 2) for k in range(8)]
+        # the slots refill a round trip after the buffer drains: 4 beats 3 cycles apart every 21 cycles
+        assert [c for c, _, _ in got[j]] == [21 + 2 * j + 21 * g + 3 * k for g in range(bursts) for k in range(4)]

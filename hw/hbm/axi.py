@@ -23,6 +23,8 @@ AXI4 support (AMBA AXI and ACE Protocol Specification, ARM IHI 0022, sections A3
 * Timing: a request granted by the round-robin arbiter of its pseudo-channel waits one cycle in a
   register slice (:class:`~hw.stream_register.StreamRegister`) before it enters the queue, so the
   arbiter and the queue's readiness logic are separate paths (one cycle more latency, full rate).
+  A port's reorder-buffer-full flag is a register too (same cycles as the pointers' compare), so the
+  arbiter starts from flip-flops.
 * Lock, cache, prot, QoS, region and user signals are not implemented (not ports).
 
 Port naming: the AXI signals are flat members with the AMBA names (``awaddr``, ``wdata``, ...), so
@@ -207,8 +209,11 @@ class HBMController(wiring.Component):
             r_grant = Signal(name=f"p{p}_r_grant")
             head = Signal(sb + 1, name=f"p{p}_rob_head")
             tail = Signal(sb + 1, name=f"p{p}_rob_tail")
+            # registered (set from the occupancy before the allocation that fills the buffer, cleared
+            # by a pop), so the pointers' subtract-and-compare is not on the arbiter's input path
             full = Signal(name=f"p{p}_rob_full")
-            m.d.comb += full.eq((tail - head)[:sb + 1] == D)
+            near_full = Signal(name=f"p{p}_rob_near_full")
+            m.d.comb += near_full.eq((tail - head)[:sb + 1] == D - 1)
             meta_id = [Signal(self.id_bits, name=f"p{p}_rob{s}_id") for s in range(D)]
             meta_last = Signal(D, name=f"p{p}_rob_last")
             meta_err = Signal(D, name=f"p{p}_rob_err")
@@ -257,6 +262,10 @@ class HBMController(wiring.Component):
             m.d.comb += axi.rid.eq(rid)
             with m.If(pop):
                 m.d.sync += head.eq(head + 1)
+            with m.If(alloc & ~pop):
+                m.d.sync += full.eq(near_full)
+            with m.Elif(pop):  # with an allocation too only when not full: occupancy unchanged
+                m.d.sync += full.eq(0)
             rsp_we = Signal(name=f"p{p}_rsp_we")
             rsp_slot = Signal(max(1, sb), name=f"p{p}_rsp_slot")
             m.d.comb += [wport.addr.eq(rsp_slot), wport.en.eq(rsp_we)]
