@@ -224,35 +224,34 @@ def test_a_full_reorder_buffer_holds_reads_back_and_loses_no_beat():
     reorder buffers while RREADY is low two cycles in three (a fixed pattern per port), so each buffer
     fills, stops allocating, and frees a slot per beat taken. Every beat carries the data written
     before (its burst index), in AR order, and at the cycle pinned below: a flag raised a beat late
-    overwrites a waiting beat, one raised early or cleared late stalls a beat (one slot idle)."""
+    overwrites a waiting beat, one raised early or cleared late stalls a beat (one slot idle).
+    The pseudo-channel is the lowest address field here, so every burst, written and read, changes
+    pseudo-channel at every beat: a port's registered channel of its next beat (``w_ch``, ``r_ch``)
+    one beat stale sends half the beats to the wrong controller."""
     cfg = HBMConfig(**TWO_PC)
     bursts = 16
     got = [[], []]
 
     async def tb(ctx, hbm):
         ports = (hbm.axi0, hbm.axi1)
-        p = ports[0]  # the data: burst index i at address 32 * i, one-beat writes on port 0
-        for name, v in (
-            ("awsize", 5),
-            ("awburst", 1),
-            ("awlen", 0),
-            ("wlast", 1),
-            ("wstrb", (1 << 32) - 1),
-            ("bready", 1),
-        ):
+        p = ports[0]  # the data: burst index i at address 32 * i, in 8-beat write bursts on port 0
+        for name, v in (("awsize", 5), ("awburst", 1), ("awlen", 7), ("wstrb", (1 << 32) - 1), ("bready", 1)):
             ctx.set(getattr(p, name), v)
-        for i in range(bursts * 8):
-            for valid, ready, sigs in (
-                (p.awvalid, p.awready, ((p.awaddr, 32 * i),)),
-                (p.wvalid, p.wready, ((p.wdata, i),)),
-            ):
-                for sig, v in sigs:
-                    ctx.set(sig, v)
-                ctx.set(valid, 1)
-                while not ctx.get(ready):
+        for b in range(bursts):
+            ctx.set(p.awaddr, 32 * 8 * b)
+            ctx.set(p.awvalid, 1)
+            while not ctx.get(p.awready):
+                await ctx.tick()
+            await ctx.tick()
+            ctx.set(p.awvalid, 0)
+            for k in range(8):
+                ctx.set(p.wdata, 8 * b + k)
+                ctx.set(p.wlast, k == 7)
+                ctx.set(p.wvalid, 1)
+                while not ctx.get(p.wready):
                     await ctx.tick()
                 await ctx.tick()
-                ctx.set(valid, 0)
+            ctx.set(p.wvalid, 0)
         for _ in range(400):  # the posted writes reach the emulator before the reads are queued
             await ctx.tick()
         sent = [0, 0]

@@ -23,7 +23,8 @@ AXI4 support (AMBA AXI and ACE Protocol Specification, ARM IHI 0022, sections A3
 * Timing: a request granted by the round-robin arbiter of its pseudo-channel waits one cycle in a
   register slice (:class:`~hw.stream_register.StreamRegister`) before it enters the queue, so the
   arbiter and the queue's readiness logic are separate paths (one cycle more latency, full rate).
-  A port's reorder-buffer-full flag is a register too (same cycles as the pointers' compare), so the
+  A port's reorder-buffer-full flag and the pseudo-channel of its next read and write beat are
+  registers too (same values in every cycle as computed from the pointers and addresses), so the
   arbiter starts from flip-flops.
 * Lock, cache, prot, QoS, region and user signals are not implemented (not ports).
 
@@ -188,15 +189,18 @@ class HBMController(wiring.Component):
             m.d.comb += axi.awready.eq((~w_busy | w_last_now) & b_free)
             with m.If(axi.bvalid & axi.bready):
                 m.d.sync += w_resp.eq(0)
+            # the pseudo-channel of w_addr, registered with it (the address bits' XOR is then not on
+            # the arbiter's input path)
+            w_ch = Signal(max(1, ch_bits), name=f"p{p}_w_ch")
             with m.If(axi.wvalid & axi.wready):
-                m.d.sync += w_addr.eq(w_addr + bb)
+                m.d.sync += [w_addr.eq(w_addr + bb), w_ch.eq(channel_of(w_addr + bb))]
                 with m.If(axi.wlast):   # after the B clear: a new B may follow a taken one at once
                     m.d.sync += [w_busy.eq(0), w_resp.eq(1), b_id.eq(w_id), b_err.eq(w_err)]
             with m.If(axi.awvalid & axi.awready):   # after the W statements: a new burst wins
-                m.d.sync += [w_busy.eq(1), w_id.eq(axi.awid), w_addr.eq(axi.awaddr),
+                m.d.sync += [w_busy.eq(1), w_id.eq(axi.awid), w_addr.eq(axi.awaddr), w_ch.eq(channel_of(axi.awaddr)),
                              w_err.eq(bad_burst(axi.awaddr, axi.awlen, axi.awsize, axi.awburst))]
             m.d.comb += [axi.bvalid.eq(w_resp), axi.bid.eq(b_id), axi.bresp.eq(Mux(b_err, AXI_SLVERR, AXI_OKAY))]
-            requesters.append((wreq_valid, channel_of(w_addr), 1, w_addr, 0, axi.wdata, axi.wstrb, w_grant))
+            requesters.append((wreq_valid, w_ch, 1, w_addr, 0, axi.wdata, axi.wstrb, w_grant))
 
             # ---------------- read side: AR -> beats into the reorder buffer
             D = self.rob_depth
@@ -224,8 +228,10 @@ class HBMController(wiring.Component):
             alloc = Signal(name=f"p{p}_rob_alloc")
             m.d.comb += alloc.eq(r_busy & ~full & (r_err | r_grant))
             tail_slot = tail[:sb]
+            r_ch = Signal(max(1, ch_bits), name=f"p{p}_r_ch")  # channel_of(r_addr), as w_ch
             with m.If(alloc):
-                m.d.sync += [tail.eq(tail + 1), r_addr.eq(r_addr + bb), r_left.eq(r_left - 1)]
+                m.d.sync += [tail.eq(tail + 1), r_addr.eq(r_addr + bb), r_ch.eq(channel_of(r_addr + bb)),
+                             r_left.eq(r_left - 1)]
                 for s in range(D):
                     with m.If(tail_slot == s):
                         m.d.sync += [meta_id[s].eq(r_id), meta_last[s].eq(r_left == 0),
@@ -236,10 +242,11 @@ class HBMController(wiring.Component):
             # (its capture comes after the statements above, so it wins)
             m.d.comb += axi.arready.eq(~r_busy | (alloc & (r_left == 0)))
             with m.If(axi.arvalid & axi.arready):
-                m.d.sync += [r_busy.eq(1), r_id.eq(axi.arid), r_addr.eq(axi.araddr), r_left.eq(axi.arlen),
+                m.d.sync += [r_busy.eq(1), r_id.eq(axi.arid), r_addr.eq(axi.araddr), r_ch.eq(channel_of(axi.araddr)),
+                             r_left.eq(axi.arlen),
                              r_err.eq(bad_burst(axi.araddr, axi.arlen, axi.arsize, axi.arburst))]
             tag = Cat(tail_slot, Const(p, max(1, self.port_bits)) if self.port_bits else Const(0, 0))
-            requesters.append((rreq_valid, channel_of(r_addr), 0, r_addr, tag, 0, 0, r_grant))
+            requesters.append((rreq_valid, r_ch, 0, r_addr, tag, 0, 0, r_grant))
 
             # reorder buffer data and the R channel
             m.submodules[f"p{p}_rob_data"] = mem = Memory(shape=w, depth=D, init=[])
