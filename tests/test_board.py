@@ -311,7 +311,7 @@ def test_mxu_board_build_refuses_a_clock_the_pll_cannot_make(tmp_path):
 @pytest.mark.soak
 def test_mxu_board_build_bitstream(tmp_path):
     """The whole bitstream flow for the default board top (ULX3S 85F, 2x2 bf16 with 9 PE stages,
-    40 MHz from the PLL): Yosys, nextpnr-ecp5, ecppack; board.bit written, report fields present, one
+    50 MHz from the PLL): Yosys, nextpnr-ecp5, ecppack; board.bit written, report fields present, one
     MULT18X18D per PE at least, the design clock met. About 20 minutes on this machine: soak only."""
     import subprocess
 
@@ -320,6 +320,6 @@ def test_mxu_board_build_bitstream(tmp_path):
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert (out / "board.bit").stat().st_size == rep["bitstream_bytes"] > 100_000
-    assert rep["pll"] is True and rep["clk_mhz"] == 40.0 and rep["engine"]["mxu"]["stages"] == 9
+    assert rep["pll"] is True and rep["clk_mhz"] == 50.0 and rep["engine"]["mxu"]["stages"] == 9
     assert rep["cells"]["dsp"] >= 4 and rep["utilization"]["bram"]["used"] >= 32
     assert [f["met"] for f in rep["fmax"]] == [True]
