@@ -9,7 +9,11 @@ The table in the manual quotes the median Fmax of the seeds.
 Writes ``bench/results/fmax.json`` (``--merge``: keeps the records of the blocks not run). Usage::
 
     .venv/bin/python -m bench.fmax [--blocks hbm-channel,engine-feeder,gemm-top-4x4-bf16,...]
-        [--seeds 1,2,3] [--target ecp5-85k] [--freq 100] [--jobs 2] [--merge] [-o FILE]
+        [--seeds 1,2,3] [--target ecp5-85k] [--freq 100] [--jobs 2] [--merge] [--collect] [-o FILE]
+
+``--collect`` places nothing: it takes the records of placements an earlier run finished from their
+work folders (``build/bench/fmax/<block>-<target>-s<seed>/synth.json``), for a run stopped before it
+wrote the JSON (each placement of a GEMM top takes 20 minutes or more).
 """
 
 from __future__ import annotations
@@ -104,14 +108,38 @@ def _verilog(record: str):
     return generate_verilog(factory, name=name, key=(block, cfg)), name
 
 
+def _work(block: str, seed: int, target: str) -> Path:
+    return ROOT / "build" / "bench" / "fmax" / f"{block}-{target}-s{seed}"
+
+
 def run_one(block: str, seed: int, target: str, freq: float) -> dict:
     """One placement of ``block`` with ``seed``: the record written to the JSON."""
     from sim import synth
 
     verilog, name = _verilog(block)
-    work = ROOT / "build" / "bench" / "fmax" / f"{block}-{target}-s{seed}"
     t0 = time.perf_counter()
-    rep = synth.run_flow(verilog, name, target, work, freq_mhz=freq, seed=seed)
+    rep = synth.run_flow(verilog, name, target, _work(block, seed, target), freq_mhz=freq, seed=seed)
+    return _record(block, seed, target, freq, rep, time.perf_counter() - t0)
+
+
+def collect_one(block: str, seed: int, target: str, freq: float) -> dict:
+    """The record of a placement that finished in an earlier run of this benchmark (its work folder's
+    ``synth.json``), for a run stopped before it wrote the JSON.
+
+    Raises:
+        FileNotFoundError: that placement has no finished report.
+        ValueError: the report is for another requested clock or seed.
+    """
+    path = _work(block, seed, target) / "synth.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no finished placement of {block} with seed {seed} ({path})")
+    rep = json.loads(path.read_text())
+    if (rep["requested_mhz"], rep["seed"]) != (freq, seed):
+        raise ValueError(f"{path} is for {rep['requested_mhz']} MHz and seed {rep['seed']}, not {freq} and {seed}")
+    return _record(block, seed, target, freq, rep, rep["wall_s"]["total_s"])
+
+
+def _record(block: str, seed: int, target: str, freq: float, rep: dict, wall_s: float) -> dict:
     clk = rep["fmax"][0]
     cells = rep["cells"]["block"]
     return {
@@ -125,7 +153,7 @@ def run_one(block: str, seed: int, target: str, freq: float) -> dict:
         "critical_path": clk.get("critical_path"),
         "mapper": rep["mapper"],
         **{k: cells[k] for k in ("lut4", "ff", "carry", "dsp", "bram", "lutram")},
-        "wall_s": round(time.perf_counter() - t0, 1),
+        "wall_s": round(wall_s, 1),
     }
 
 
@@ -157,6 +185,12 @@ def main(argv=None) -> int:
     ap.add_argument("--freq", type=float, default=100.0, help="requested clock, MHz (default 100)")
     ap.add_argument("--jobs", type=int, default=2, help="placements in parallel (default 2)")
     ap.add_argument("--merge", action="store_true", help="keep the records of other blocks already in the file")
+    ap.add_argument(
+        "--collect",
+        action="store_true",
+        help="place nothing: take each placement's report from its work folder under "
+        "build/bench/fmax/ (a run stopped before it wrote the JSON)",
+    )
     ap.add_argument("-o", "--out", type=Path, default=ROOT / "bench" / "results" / "fmax.json")
     args = ap.parse_args(argv)
     blocks = args.blocks.split(",")
@@ -167,16 +201,23 @@ def main(argv=None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     commit = git_commit()
     t0 = time.perf_counter()
-    for block in blocks:  # generate each block's Verilog once, before the workers share the cache
-        _verilog(block)
     jobs = [(b, s) for b in blocks for s in seeds]
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, b, s, args.target, args.freq) for b, s in jobs]
-        records = []
-        for f in futures:
-            rec = {**f.result(), "git_commit": commit}
-            print(json.dumps({k: rec[k] for k in ("block", "seed", "achieved_mhz", "lut4", "ff")}), flush=True)
-            records.append(rec)
+    if args.collect:
+        try:
+            records = [{**collect_one(b, s, args.target, args.freq), "git_commit": commit} for b, s in jobs]
+        except (OSError, ValueError) as exc:
+            print(f"bench.fmax: {exc}", file=sys.stderr)
+            return 2
+    else:
+        for block in blocks:  # generate each block's Verilog once, before the workers share the cache
+            _verilog(block)
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = [pool.submit(run_one, b, s, args.target, args.freq) for b, s in jobs]
+            records = []
+            for f in futures:
+                rec = {**f.result(), "git_commit": commit}
+                print(json.dumps({k: rec[k] for k in ("block", "seed", "achieved_mhz", "lut4", "ff")}), flush=True)
+                records.append(rec)
     if args.merge and args.out.exists():
         kept = [r for r in json.loads(args.out.read_text())["records"] if r["block"] not in blocks]
         records = kept + records

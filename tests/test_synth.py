@@ -450,3 +450,49 @@ def test_pod_blocks_take_the_ring_and_link_options():
     node = factory()
     assert isinstance(node, PodNode) and node.memory == "hbm" and name == "pod_node"
     assert (cfg.nodes, cfg.link.beat_bytes, cfg.link.rx_packets) == (4, 8, 16)
+
+
+def test_fmax_bench_collects_finished_placements(tmp_path, monkeypatch, capsys):
+    """``bench.fmax --collect`` places nothing: it builds each record from the placement's
+    ``synth.json`` in its work folder (a run stopped before it wrote the JSON), checks the requested
+    clock and seed, and merges like a run; a missing or different report is one line and exit 2."""
+    from bench import fmax
+
+    monkeypatch.setattr(fmax, "_work", lambda block, seed, target: tmp_path / f"{block}-{target}-s{seed}")
+    cells = {"lut4": 15, "ff": 17, "carry": 6, "dsp": 0, "bram": 0, "lutram": 0}
+    for seed, mhz in ((1, 280.5), (2, 301.25), (3, 290.0)):
+        work = tmp_path / f"hbm-refresh-ecp5-85k-s{seed}"
+        work.mkdir()
+        path = {"from_cell": "a", "to_cell": "b", "delay_ns": 1000 / mhz, "logic_levels": 3}
+        (work / "synth.json").write_text(
+            json.dumps(
+                {
+                    "requested_mhz": 100.0,
+                    "seed": seed,
+                    "mapper": "abc9",
+                    "cells": {"block": cells},
+                    "fmax": [{"achieved_mhz": mhz, "met": True, "critical_path": path}],
+                    "wall_s": {"total_s": 12.34},
+                }
+            )
+        )
+    out = tmp_path / "fmax.json"
+    kept = {"block": "hbm-queue", "seed": 1, "achieved_mhz": 118.4, **cells, "critical_path": None}
+    out.write_text(json.dumps({"records": [kept]}))
+    assert fmax.main(["--blocks", "hbm-refresh", "--collect", "--merge", "-o", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert [(r["block"], r.get("seed"), r["achieved_mhz"]) for r in d["records"]] == [
+        ("hbm-queue", 1, 118.4),
+        ("hbm-refresh", 1, 280.5),
+        ("hbm-refresh", 2, 301.25),
+        ("hbm-refresh", 3, 290.0),
+    ]
+    r = d["records"][1]
+    assert (r["lut4"], r["carry"], r["wall_s"], r["critical_path"]["logic_levels"]) == (15, 6, 12.3, 3)
+    s = [x for x in d["summary"] if x["block"] == "hbm-refresh"][0]
+    assert (s["median_mhz"], s["min_mhz"], s["max_mhz"], s["seeds"]) == (290.0, 280.5, 301.25, [1, 3, 2])
+    capsys.readouterr()
+    assert fmax.main(["--blocks", "hbm-refresh", "--seeds", "4", "--collect", "-o", str(out)]) == 2
+    assert "no finished placement of hbm-refresh with seed 4" in capsys.readouterr().err
+    assert fmax.main(["--blocks", "hbm-refresh", "--seeds", "1", "--freq", "50", "--collect", "-o", str(out)]) == 2
+    assert "is for 100.0 MHz and seed 1, not 50.0 and 1" in capsys.readouterr().err
