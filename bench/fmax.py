@@ -128,14 +128,20 @@ def collect_one(block: str, seed: int, target: str, freq: float) -> dict:
 
     Raises:
         FileNotFoundError: that placement has no finished report.
-        ValueError: the report is for another requested clock or seed.
+        ValueError: the report is for another requested clock or seed, or was placed from other Verilog
+            than the tree generates now (the hardware changed since).
     """
-    path = _work(block, seed, target) / "synth.json"
+    work = _work(block, seed, target)
+    path = work / "synth.json"
     if not path.is_file():
         raise FileNotFoundError(f"no finished placement of {block} with seed {seed} ({path})")
     rep = json.loads(path.read_text())
     if (rep["requested_mhz"], rep["seed"]) != (freq, seed):
         raise ValueError(f"{path} is for {rep['requested_mhz']} MHz and seed {rep['seed']}, not {freq} and {seed}")
+    verilog, name = _verilog(block)
+    placed = work / f"{name}.v"
+    if not placed.is_file() or placed.read_text() != verilog.read_text():
+        raise ValueError(f"{placed} is not the Verilog the tree generates for {block} now: place it again")
     return _record(block, seed, target, freq, rep, rep["wall_s"]["total_s"])
 
 

@@ -455,14 +455,17 @@ def test_pod_blocks_take_the_ring_and_link_options():
 def test_fmax_bench_collects_finished_placements(tmp_path, monkeypatch, capsys):
     """``bench.fmax --collect`` places nothing: it builds each record from the placement's
     ``synth.json`` in its work folder (a run stopped before it wrote the JSON), checks the requested
-    clock and seed, and merges like a run; a missing or different report is one line and exit 2."""
+    clock, the seed and that the placed Verilog is what the tree generates now, and merges like a run;
+    a missing or different report is one line and exit 2."""
     from bench import fmax
 
     monkeypatch.setattr(fmax, "_work", lambda block, seed, target: tmp_path / f"{block}-{target}-s{seed}")
+    verilog, name = fmax._verilog("hbm-refresh")
     cells = {"lut4": 15, "ff": 17, "carry": 6, "dsp": 0, "bram": 0, "lutram": 0}
     for seed, mhz in ((1, 280.5), (2, 301.25), (3, 290.0)):
         work = tmp_path / f"hbm-refresh-ecp5-85k-s{seed}"
         work.mkdir()
+        (work / f"{name}.v").write_text(verilog.read_text())
         path = {"from_cell": "a", "to_cell": "b", "delay_ns": 1000 / mhz, "logic_levels": 3}
         (work / "synth.json").write_text(
             json.dumps(
@@ -496,3 +499,7 @@ def test_fmax_bench_collects_finished_placements(tmp_path, monkeypatch, capsys):
     assert "no finished placement of hbm-refresh with seed 4" in capsys.readouterr().err
     assert fmax.main(["--blocks", "hbm-refresh", "--seeds", "1", "--freq", "50", "--collect", "-o", str(out)]) == 2
     assert "is for 100.0 MHz and seed 1, not 50.0 and 1" in capsys.readouterr().err
+    placed = tmp_path / "hbm-refresh-ecp5-85k-s2" / f"{name}.v"
+    placed.write_text(placed.read_text().replace("endmodule", "// older hardware\nendmodule", 1))
+    assert fmax.main(["--blocks", "hbm-refresh", "--collect", "-o", str(out)]) == 2
+    assert f"{placed} is not the Verilog the tree generates for hbm-refresh now" in capsys.readouterr().err
