@@ -223,7 +223,7 @@ def test_a_full_reorder_buffer_holds_reads_back_and_loses_no_beat():
     """The reorder buffer's full flag, at its edges: two ports read 8-beat bursts through 4-slot
     reorder buffers while RREADY is low two cycles in three (a fixed pattern per port), so each buffer
     fills, stops allocating, and frees a slot per beat taken. Every beat carries the data written
-    before (its burst index), in AR order, and at the cycle pinned below: a flag raised a beat late
+    before (its address / 32), in AR order, and at the cycle pinned below: a flag raised a beat late
     overwrites a waiting beat, one raised early or cleared late stalls a beat (one slot idle).
     The pseudo-channel is the lowest address field here, so every burst, written and read, changes
     pseudo-channel at every beat: a port's registered channel of its next beat (``w_ch``, ``r_ch``)
@@ -234,7 +234,7 @@ def test_a_full_reorder_buffer_holds_reads_back_and_loses_no_beat():
 
     async def tb(ctx, hbm):
         ports = (hbm.axi0, hbm.axi1)
-        p = ports[0]  # the data: burst index i at address 32 * i, in 8-beat write bursts on port 0
+        p = ports[0]  # the data: i at address 32 * i, in 8-beat write bursts on port 0
         for name, v in (("awsize", 5), ("awburst", 1), ("awlen", 7), ("wstrb", (1 << 32) - 1), ("bready", 1)):
             ctx.set(getattr(p, name), v)
         for b in range(bursts):

@@ -271,7 +271,7 @@ class HBMController(wiring.Component):
                 m.d.sync += head.eq(head + 1)
             with m.If(alloc & ~pop):
                 m.d.sync += full.eq(near_full)
-            with m.Elif(pop):  # with an allocation too only when not full: occupancy unchanged
+            with m.Elif(pop):  # a pop alone frees a slot; with an allocation (never when full) it stays below D
                 m.d.sync += full.eq(0)
             rsp_we = Signal(name=f"p{p}_rsp_we")
             rsp_slot = Signal(max(1, sb), name=f"p{p}_rsp_slot")
