@@ -87,10 +87,14 @@ class ALoader(EnginePart):
         # splitter's burst arithmetic starts from a flip-flop, not from an adder
         ai_req = Signal(g.A32 + D)
         ai_preq = Signal(g.A32 + D)
-        ai_q, ai_beats = pass_beats(ai_pb)
+        # the request's beats, pass_beats(ai_pb)[1], also a register: loaded with the value for the pass
+        # ai_pb takes next, so the descriptor compare and subtract are not in front of the splitter
+        # (the engine's and the board's critical path ran desc.rb -> min -> splitter -> AR -> memory)
+        ai_q, _ = pass_beats(ai_pb)
+        ai_beats = Signal(D)
         with m.If(self.go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0),
-                         ai_req.eq(d.a_base), ai_preq.eq(d.a_base)]
+                         ai_req.eq(d.a_base), ai_preq.eq(d.a_base), ai_beats.eq(pass_beats(0)[1])]
         ai_can = self.run & ai.ok & ~ai.fin & ((ai_i != 0) | (ai_pb != 0) | ~busy.bit_select(ai_bank, 1))
         m.d.comb += [sp.cmd.valid.eq(ai_can), sp.cmd.payload.addr.eq(ai_req),
                      sp.cmd.payload.beats.eq(ai_beats)]
@@ -102,11 +106,11 @@ class ALoader(EnginePart):
             with m.Elif(ai_pb + ai_q < d.rb):
                 pass_addr = ai_preq + (ai_q << lg(BEAT_BYTES))
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr), ai_req.eq(pass_addr),
-                             ai_preq.eq(pass_addr)]
+                             ai_preq.eq(pass_addr), ai_beats.eq(pass_beats(ai_pb + ai_q)[1])]
             with m.Else():
                 nxt = ai_addr + d.a_stride
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(nxt), ai_baddr.eq(nxt),
-                             ai_req.eq(nxt), ai_preq.eq(nxt)]
+                             ai_req.eq(nxt), ai_preq.eq(nxt), ai_beats.eq(pass_beats(0)[1])]
                 m.d.comb += ai.next_mblock.eq(1)
 
         # ---- store side: beats -> A bank (same pass order)

@@ -77,26 +77,34 @@ class C0Loader(EnginePart):
         ci_started = Signal()
         ci_row = Signal(g.A32 + D + 9)      # C row address of (m0 + i)
         ci_mrow = Signal(g.A32 + D + 9)     # C row address of m0
+        # the request's address and beats are registers, loaded with the values of the segment read
+        # next (so the row-geometry arithmetic and the address adder are not in front of the splitter)
+        ci_addr = Signal(g.A32 + D + 9)
+        ci_beats = Signal(range(CS + 2))
+
+        def ci_request(row, nbC):
+            off, beats = geometry(nbC)
+            return [ci_row.eq(row), ci_nbC.eq(nbC), ci_addr.eq(row + off), ci_beats.eq(beats)]
+
         with m.If(self.go):
-            m.d.sync += [ci_i.eq(0), ci_g.eq(0), ci_nbC.eq(0), ci_bank.eq(0), ci_started.eq(0),
-                         ci_row.eq(d.c_base), ci_mrow.eq(d.c_base)]
+            m.d.sync += [ci_i.eq(0), ci_g.eq(0), ci_bank.eq(0), ci_started.eq(0), ci_mrow.eq(d.c_base),
+                         *ci_request(d.c_base, 0)]
         ci_active = self.run & ci.ok & ~ci.fin
         begin = ci_active & ~ci_started & (self.acc_state[ci_bank] == AccState.FREE)
         m.d.comb += [self.start.eq(begin), self.start_bank.eq(ci_bank)]
-        off, beats = geometry(ci_nbC)
-        m.d.comb += [sp.cmd.valid.eq(ci_active & ci_started), sp.cmd.payload.addr.eq(ci_row + off),
-                     sp.cmd.payload.beats.eq(beats)]
+        m.d.comb += [sp.cmd.valid.eq(ci_active & ci_started), sp.cmd.payload.addr.eq(ci_addr),
+                     sp.cmd.payload.beats.eq(ci_beats)]
 
         def advance_group():
             m.d.comb += ci.next_group.eq(1)
             m.d.sync += [
                 ci_started.eq(0), ci_bank.eq(~ci_bank), ci_i.eq(0), ci_g.eq(0),
-                ci_nbC.eq(Mux(ci.last_group, 0, (ci.nb0 + ci.gc) << lgC)),
                 # after the block's last row ci_row = m0's row + (mb - 1) * stride, so the next block
                 # starts one stride further (no stride x mb multiplier; without C0 the rows are not
                 # walked and not used either)
                 ci_mrow.eq(Mux(ci.last_group, ci_row + d.c_stride, ci_mrow)),
-                ci_row.eq(Mux(ci.last_group, ci_row + d.c_stride, ci_mrow)),
+                *ci_request(Mux(ci.last_group, ci_row + d.c_stride, ci_mrow),
+                            Mux(ci.last_group, 0, (ci.nb0 + ci.gc) << lgC)),
             ]
 
         with m.If(begin):
@@ -106,9 +114,9 @@ class C0Loader(EnginePart):
                 advance_group()
         with m.If(sp.cmd.valid & sp.cmd.ready):
             with m.If(ci_g + 1 != ci.gc):
-                m.d.sync += [ci_g.eq(ci_g + 1), ci_nbC.eq(ci_nbC + C)]
+                m.d.sync += [ci_g.eq(ci_g + 1), *ci_request(ci_row, ci_nbC + C)]
             with m.Elif(ci_i + 1 != ci.mb):
-                m.d.sync += [ci_g.eq(0), ci_i.eq(ci_i + 1), ci_nbC.eq(ci.nb0 << lgC), ci_row.eq(ci_row + d.c_stride)]
+                m.d.sync += [ci_g.eq(0), ci_i.eq(ci_i + 1), *ci_request(ci_row + d.c_stride, ci.nb0 << lgC)]
             with m.Else():
                 advance_group()
 

@@ -58,15 +58,17 @@ class WeightLoader(EnginePart):
                 return nbC * ob, (cols_real * ob + BB - 1) >> lg(BB), cols_real
             return ((nbC * ob) >> lg(BB)) << lg(BB), Const(1, 2), cols_real
 
-        def tile_step(cur, kb, k0, gi, nbC, extra_tile=(), extra_kb=(), extra_group=()):
-            """Advance (k-block, n-block of the group) after a tile (emitted under the current If)."""
+        def tile_step(cur, kb, k0, gi, nbC, then=lambda step, nbC, k0: []):
+            """Advance (k-block, n-block of the group) after a tile (emitted under the current If);
+            ``then(step, new nbC, new k0)`` adds the statements of the step "tile", "kb" or "group"."""
             with m.If(gi + 1 != cur.gc):
-                m.d.sync += [gi.eq(gi + 1), nbC.eq(nbC + C), *extra_tile]
+                m.d.sync += [gi.eq(gi + 1), nbC.eq(nbC + C), *then("tile", nbC + C, k0)]
             with m.Elif(kb + 1 != d.kb):
-                m.d.sync += [gi.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(cur.nb0 << lgC), *extra_kb]
+                m.d.sync += [gi.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(cur.nb0 << lgC),
+                             *then("kb", cur.nb0 << lgC, k0 + R)]
             with m.Else():
-                m.d.sync += [gi.eq(0), kb.eq(0), k0.eq(0), *extra_group,
-                             nbC.eq(Mux(cur.last_group, 0, (cur.nb0 + cur.gc) << lgC))]
+                nbC_next = Mux(cur.last_group, 0, (cur.nb0 + cur.gc) << lgC)
+                m.d.sync += [gi.eq(0), kb.eq(0), k0.eq(0), nbC.eq(nbC_next), *then("group", nbC_next, 0)]
                 m.d.comb += cur.next_group.eq(1)
 
         def counters(p):
@@ -79,28 +81,42 @@ class WeightLoader(EnginePart):
         wiring.connect(m, wiring.flipped(self.ar), sp.ax)
         wi_kb, wi_k0, wi_g, wi_nbC, wi_r = counters("wi")
         wi_kbase = Signal(g.A32 + D + 9)
-        wi_row = Signal(g.A32 + D + 9)
         # (2R - 1) * B_STRIDE, the next k-block's last row from this one's base: one adder in the
         # loop instead of two (the descriptor is latched long before go)
         ldb_2r1 = Signal(g.A32 + 9)
         m.d.sync += ldb_2r1.eq(d.ldb_r + d.ldb_r1)
+        # the request (address of the row segment, beats, and whether row k0 + r exists) is kept in
+        # registers, loaded with the values of the row that is read next, so the descriptor compares,
+        # the row-geometry arithmetic and the address adder are not in front of the splitter
+        wi_addr = Signal(g.A32 + D + 9)
+        wi_beats = Signal(range(g.WS + 2))
+        wi_real = Signal()
+
+        def wi_request(row, nbC, k0, r):
+            off, beats, _ = row_geometry(nbC)
+            return [wi_addr.eq(row + off), wi_beats.eq(beats), wi_real.eq((k0 + r) < d.k)]
+
         with m.If(self.go):
             m.d.sync += [wi_kb.eq(0), wi_k0.eq(0), wi_g.eq(0), wi_nbC.eq(0), wi_r.eq(R - 1),
-                         wi_kbase.eq(d.b_base), wi_row.eq(d.b_base + d.ldb_r1)]
-        wi_off, wi_beats, _ = row_geometry(wi_nbC)
-        wi_real = (wi_k0 + wi_r) < d.k
+                         wi_kbase.eq(d.b_base), *wi_request(d.b_base + d.ldb_r1, 0, 0, R - 1)]
         wi_active = self.run & wi.ok & ~wi.fin
-        m.d.comb += [sp.cmd.valid.eq(wi_active & wi_real), sp.cmd.payload.addr.eq(wi_row + wi_off),
+        m.d.comb += [sp.cmd.valid.eq(wi_active & wi_real), sp.cmd.payload.addr.eq(wi_addr),
                      sp.cmd.payload.beats.eq(wi_beats)]
+
+        def wi_next_tile(step, nbC, k0):
+            """The next tile's last row: same k-block ("tile"), the next one ("kb"), or the group's
+            first ("group")."""
+            row = {"tile": wi_kbase + d.ldb_r1, "kb": wi_kbase + ldb_2r1, "group": d.b_base + d.ldb_r1}[step]
+            base = {"kb": [wi_kbase.eq(wi_kbase + d.ldb_r)], "group": [wi_kbase.eq(d.b_base)]}.get(step, [])
+            return [*wi_request(row, nbC, k0, R - 1), *base]
+
         with m.If(wi_active & (~wi_real | sp.cmd.ready)):
             with m.If(wi_r != 0):
-                m.d.sync += [wi_r.eq(wi_r - 1), wi_row.eq(wi_row - d.b_stride)]
+                m.d.sync += [wi_r.eq(wi_r - 1), wi_addr.eq(wi_addr - d.b_stride),
+                             wi_real.eq((wi_k0 + wi_r - 1) < d.k)]
             with m.Else():
                 m.d.sync += wi_r.eq(R - 1)
-                tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC,
-                          extra_tile=[wi_row.eq(wi_kbase + d.ldb_r1)],
-                          extra_kb=[wi_kbase.eq(wi_kbase + d.ldb_r), wi_row.eq(wi_kbase + ldb_2r1)],
-                          extra_group=[wi_kbase.eq(d.b_base), wi_row.eq(d.b_base + d.ldb_r1)])
+                tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC, then=wi_next_tile)
 
         # ---- assembly: beats -> weight rows -> FIFO
         wa = attach_cursor(m, "rows_cursor", self, self.seq_rows)
