@@ -71,11 +71,12 @@ class WriteAddress(EnginePart):
         mrow = Signal(g.A32 + D + 9)
         with m.If(self.go):
             m.d.sync += [i.eq(0), row.eq(d.d_base), mrow.eq(d.d_base)]
-        # The group's row segment in beats, computed in three registered steps (it changes only with
-        # the cursor; in one cycle, group size -> segment -> beats -> splitter was this loop's
-        # critical path, 91 logic levels on ECP5). seg_v[j]: step j + 1 holds the cursor's present
-        # group (a group change or the sequencer's entry arriving restarts it). Bursts run ahead of
-        # the data, so the three cycles per group cost no GEMM cycles.
+        # The group's row segment in beats and its first row's address, computed in three registered
+        # steps (they change only with the cursor; in one cycle, group size -> segment -> beats ->
+        # splitter was this loop's critical path, 91 logic levels on ECP5, and an address adder in
+        # front of the splitter ran on into the memory's AW checks). seg_v[j]: step j + 1 holds the
+        # cursor's present group (a group change or the sequencer's entry arriving restarts it).
+        # Bursts run ahead of the data, so the three cycles per group cost no GEMM cycles.
         lgC = lg(g.C)
         change = cur.next_group | self.go | self.prep
         seg_v = Signal(3)
@@ -86,14 +87,17 @@ class WriteAddress(EnginePart):
         start = Signal(D + lgC + 2)            # bytes
         end = Signal(D + lgC + 2)
         m.d.sync += [b.eq(v) for b, v in zip((start, end), segment_bytes(col0, col1, d))]
-        first = Signal(len(start))             # beats
         beats = Signal(len(sp.cmd.payload.beats))
-        m.d.sync += [first.eq(start >> lg(BB)), beats.eq(((end - 1) >> lg(BB)) - (start >> lg(BB)) + 1)]
+        m.d.sync += beats.eq(((end - 1) >> lg(BB)) - (start >> lg(BB)) + 1)
+        # row + the segment's first beat, in step 3 beside ``beats``; then one stride per row
+        addr = Signal(len(row))
+        with m.If(~seg_v[2]):
+            m.d.sync += addr.eq(row + ((start >> lg(BB)) << lg(BB)))
         m.d.comb += [sp.cmd.valid.eq(self.run & seg_v[2] & cur.ok & ~cur.fin),
-                     sp.cmd.payload.addr.eq(row + (first << lg(BB))), sp.cmd.payload.beats.eq(beats)]
+                     sp.cmd.payload.addr.eq(addr), sp.cmd.payload.beats.eq(beats)]
         with m.If(sp.cmd.valid & sp.cmd.ready):
             with m.If(i + 1 != cur.mb):
-                m.d.sync += [i.eq(i + 1), row.eq(row + d.d_stride)]
+                m.d.sync += [i.eq(i + 1), row.eq(row + d.d_stride), addr.eq(addr + d.d_stride)]
             with m.Else():
                 m.d.sync += i.eq(0)
                 m.d.comb += cur.next_group.eq(1)
