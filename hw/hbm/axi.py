@@ -52,6 +52,13 @@ AXI_OKAY, AXI_SLVERR = 0b00, 0b10
 AXI_INCR = 0b01
 
 
+def or_tree(terms):
+    """The OR of ``terms`` as a balanced tree of two-input ORs."""
+    while len(terms) > 1:
+        terms = [terms[i] | terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
 def axi4_signature(addr_bits: int, data_bits: int, id_bits: int) -> wiring.Signature:
     """AXI4 slave-side signature (members flipped for the slave: ``awvalid`` is an input).
 
@@ -307,14 +314,17 @@ class HBMController(wiring.Component):
                     terms.append((rr == r) & cand[j] & ~blocked)
                 m.d.comb += chosen[j].eq(Cat(*terms).any())
             m.d.comb += req.valid.eq(Cat(*cand).any())
-            fields = {"write": 0, "addr": 0, "tag": 0, "wdata": 0, "wmask": 0}
+            # the payload as an AND-OR of the one-hot choice: a balanced tree, not a chain of
+            # multiplexers as deep as the requesters are many (the board's critical path ran
+            # through one)
+            fields = {"write": [], "addr": [], "tag": [], "wdata": [], "wmask": []}
             for j, (_valid, _ch, write, addr, tag, wdata, wmask, _granted) in enumerate(requesters):
                 for name, val in (("write", write), ("addr", addr), ("tag", tag), ("wdata", wdata),
                                   ("wmask", wmask)):
-                    fields[name] = Mux(chosen[j], val, fields[name])
+                    fields[name].append(Mux(chosen[j], val, 0))
                 grants[j].append(chosen[j] & req.ready)
-            for name, val in fields.items():
-                m.d.comb += getattr(req.payload, name).eq(val)
+            for name, terms in fields.items():
+                m.d.comb += getattr(req.payload, name).eq(or_tree(terms))
             with m.If(req.valid & req.ready):
                 for j in range(nreq):
                     with m.If(chosen[j]):
