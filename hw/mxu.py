@@ -217,8 +217,10 @@ class MXURow(wiring.Component):
     chains and commit strobes pass through from the row above to the row below.
 
     Ports (w = operand bits, 16 or 8): ``en``, ``w_shift`` (1 each, to every PE); ``a_in`` (w),
-    ``swap_in`` (1) into PE 0; ``psum_in``/``psum_out`` (C x 32), ``w_in``/``w_out`` (C x w),
-    ``commit_in``/``commit_out`` (C), element c belonging to column c.
+    ``swap_in`` (1) into PE 0; ``lookahead`` (1, a strap) and ``swap_next`` (1) for PE 0 (PE c > 0
+    looks ahead at PE c - 1's ``swap_in``, see :class:`~hw.pe.PE`); ``psum_in``/``psum_out``
+    (C x 32), ``w_in``/``w_out`` (C x w), ``commit_in``/``commit_out`` (C), element c belonging to
+    column c.
 
     Args:
         pe_config: the :class:`PEConfig` of every PE.
@@ -234,6 +236,7 @@ class MXURow(wiring.Component):
         op, acc = pe_config.operand_shape, pe_config.acc_shape
         super().__init__({
             "en": In(1), "w_shift": In(1), "a_in": In(op), "swap_in": In(1),
+            "lookahead": In(1), "swap_next": In(1),
             "psum_in": In(data.ArrayLayout(acc, cols)), "psum_out": Out(data.ArrayLayout(acc, cols)),
             "w_in": In(data.ArrayLayout(op, cols)), "w_out": Out(data.ArrayLayout(op, cols)),
             "commit_in": In(cols), "commit_out": Out(cols),
@@ -253,6 +256,7 @@ class MXURow(wiring.Component):
                 swap_out=s_net[c + 1], psum_in=self.psum_in[c], psum_out=self.psum_out[c],
                 w_in=self.w_in[c], w_out=self.w_out[c], commit_in=self.commit_in[c],
                 commit_out=self.commit_out[c],
+                lookahead=self.lookahead if c == 0 else 1, swap_next=self.swap_next if c == 0 else s_net[c - 1],
             )
             if self.pe_blackbox:
                 kw = {("o_" if k in outs else "i_") + k: v for k, v in ports.items()}
@@ -382,8 +386,10 @@ class MXU(wiring.Component):
         k_net = [Signal(C, name=f"commit_row{r}") for r in range(R + 1)]
 
         # Control strobes: the swap bit reaches row r after r*L steps, the commit strobe column c
-        # after c steps; each is one tapped shift register.
-        swap_taps = _tapped_delay(m, swap, [r * L for r in range(R)], "skew_swap")
+        # after c steps; each is one tapped shift register. Row r > 0 also gets the swap bit one step
+        # early (PE look-ahead); row 0 has no earlier copy, so its first PE chooses without it.
+        swap_taps = _tapped_delay(m, swap, [r * L for r in range(R)] + [r * L - 1 for r in range(1, R)],
+                                  "skew_swap")
         commit_taps = _tapped_delay(m, commit, list(range(C)), "commit_top")
 
         # Top edge: partial-sum inputs delayed c steps, weights (decoded) into the chains, commit
@@ -400,6 +406,7 @@ class MXU(wiring.Component):
             ports = dict(
                 en=advance, w_shift=w_shift,
                 a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=swap_taps[r],
+                lookahead=int(r > 0), swap_next=swap_taps[R + r - 1] if r else 0,
                 psum_in=p_net[r], psum_out=p_net[r + 1], w_in=w_net[r], w_out=w_net[r + 1],
                 commit_in=k_net[r], commit_out=k_net[r + 1],
             )

@@ -15,6 +15,14 @@ activation wavefront and no bubble is needed between tiles. The partial sum ente
 (``psum_in``) and leaves below (``psum_out``) ``stages`` cycles later: ``psum_out = psum_in + a * w``
 with one RNE rounding (fp32) or two's-complement wrap (int32).
 
+The weight multiplied is ``shadow`` in a swap cycle, else ``active``. With ``lookahead`` high the PE
+is also told the swap bit one enabled cycle early (``swap_next``: what ``swap_in`` will be at the next
+enabled edge; in the array, the left neighbour's ``swap_in``), and the weight to multiply is then
+chosen a cycle ahead into a register: the multiplier's operand comes from a flip-flop, not through a
+multiplexer from the neighbour's swap register (the 8x8 int8 MXU's critical path on ECP5 ran from one
+PE's ``swap_out`` through the next PE's weight multiplexer into its DSP block). The values multiplied
+are the same in every cycle. ``lookahead`` is a strap (tied to a constant where the PE is used).
+
 Every register advances only when ``en`` is high (the array's stall). fp8 operands never reach a PE:
 the array decodes them to bf16 at its edges.
 """
@@ -83,7 +91,8 @@ class PE(wiring.Component):
 
     Ports (Verilog names, widths in bits; w = 16 for bf16, 8 for int8): ``en`` (1), ``a_in`` (w),
     ``swap_in`` (1), ``a_out`` (w), ``swap_out`` (1), ``psum_in`` (32), ``psum_out`` (32), ``w_in``
-    (w), ``w_out`` (w), ``w_shift`` (1), ``commit_in`` (1), ``commit_out`` (1), ``clk``, ``rst``.
+    (w), ``w_out`` (w), ``w_shift`` (1), ``commit_in`` (1), ``commit_out`` (1), ``lookahead`` (1, a
+    strap), ``swap_next`` (1, used while ``lookahead`` is high), ``clk``, ``rst``.
 
     Latencies (cycles with ``en`` high): activation and swap bit 1; partial sum ``stages``;
     weight chain 1 per shift; commit strobe 1.
@@ -99,6 +108,7 @@ class PE(wiring.Component):
             "psum_in": In(acc), "psum_out": Out(acc),
             "w_in": In(op), "w_out": Out(op), "w_shift": In(1),
             "commit_in": In(1), "commit_out": Out(1),
+            "lookahead": In(1), "swap_next": In(1),
         })
 
     def elaborate(self, platform):
@@ -108,7 +118,12 @@ class PE(wiring.Component):
         shadow = Signal(op, name="w_shadow")
         active = Signal(op, name="w_active")
         weight = Signal(op, name="w_use")
-        m.d.comb += weight.eq(Mux(self.swap_in, shadow, active))
+        # the weight of the next enabled cycle, from the registers' next values and swap_next
+        weight_next = Signal(op, name="w_next")
+        next_shadow = Mux(self.commit_in, transport, shadow)
+        next_active = Mux(self.swap_in, shadow, active)
+        m.d.sync += weight_next.eq(Mux(self.swap_next, next_shadow, next_active))
+        m.d.comb += weight.eq(Mux(self.lookahead, weight_next, Mux(self.swap_in, shadow, active)))
         with m.If(self.w_shift):
             m.d.sync += transport.eq(self.w_in)
         with m.If(self.commit_in):

@@ -20,13 +20,14 @@ CONFIGS = [
 ]
 
 
-def run_pe(verilog, cfg: PEConfig, simulator: str, seed: int, random_total: int):
+def run_pe(verilog, cfg: PEConfig, simulator: str, seed: int, random_total: int, lookahead: bool = False):
     conf = {
         "fmt": cfg.fmt,
         "subnormals": cfg.subnormals,
         "stages": cfg.stages,
         "seed": seed,
         "random_total": random_total,
+        "lookahead": lookahead,
     }
     result = run_cocotb([verilog], "pe", "verif.tb.pe_tb", simulator=simulator, env={"MXU_TB_CONFIG": json.dumps(conf)})
     print(f"{simulator} {cfg}: seed {seed}, build {result.build_s:.1f} s, test {result.test_s:.1f} s")
@@ -34,10 +35,12 @@ def run_pe(verilog, cfg: PEConfig, simulator: str, seed: int, random_total: int)
 
 
 @pytest.mark.cocotb
+@pytest.mark.parametrize("lookahead", [False, True], ids=["mux", "lookahead"])
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.fmt}-{c.subnormals}-s{c.stages}")
-def test_pe(cfg, simulator, seed, soak):
+def test_pe(cfg, lookahead, simulator, seed, soak):
+    """Both ways of choosing the weight (the strap ``lookahead``): the same build, two runs."""
     verilog = generate_verilog(lambda: PE(cfg), name="pe", key=cfg)
-    result = run_pe(verilog, cfg, simulator, seed, 200_000 if soak else 20_000)
+    result = run_pe(verilog, cfg, simulator, seed, 200_000 if soak else 20_000, lookahead)
     assert result.failed == 0, result.log_tail()
     assert ran_and_passed(result) == {"corner_cases", "random_macs"}, result.log_tail()
 

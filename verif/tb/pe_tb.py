@@ -2,7 +2,8 @@
 
 ``MXU_TB_CONFIG`` (JSON): ``fmt`` ("bf16" or "int8"), ``subnormals``, ``stages``, ``seed``,
 ``random_total`` (random MACs, default 20,000), ``corners`` (default true), ``gaps`` (cycles with
-``en`` low, default true).
+``en`` low, default true), ``lookahead`` (default false: the strap's value; when true, ``swap_next``
+carries the swap bit of the next enabled cycle, and random values in cycles with ``en`` low).
 
 The PE has no handshake: every input is driven every cycle and every output is checked every cycle
 against a cycle model of the PE written from its specification (``hw/pe.py``'s docstring), with the
@@ -45,7 +46,8 @@ STAGES = int(CFG.get("stages", 2))
 SEED = int(CFG.get("seed", 1))
 TOTAL = int(CFG.get("random_total", 20000))
 GAPS = bool(CFG.get("gaps", True))
-_INPUTS = ("en", "a_in", "swap_in", "psum_in", "w_in", "w_shift", "commit_in")
+LOOKAHEAD = bool(CFG.get("lookahead", False))
+_INPUTS = ("en", "a_in", "swap_in", "psum_in", "w_in", "w_shift", "commit_in", "swap_next")
 
 
 def _with_gaps(edges: dict[str, np.ndarray], rng: np.random.Generator | None) -> dict[str, np.ndarray]:
@@ -61,7 +63,7 @@ def _with_gaps(edges: dict[str, np.ndarray], rng: np.random.Generator | None) ->
     cyc["en"][pos] = 1
     for k, v in edges.items():
         noise = rng.integers(0, 1 << (8 * v.itemsize), total, dtype=np.uint64).astype(v.dtype)
-        if k in ("swap_in", "w_shift", "commit_in"):
+        if k in ("swap_in", "w_shift", "commit_in", "swap_next"):
             noise &= 1
         noise[pos] = v
         cyc[k] = noise
@@ -108,6 +110,7 @@ async def _run(dut, cyc: dict[str, np.ndarray], what: str) -> None:
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     for name in _INPUTS:
         getattr(dut, name).value = 0
+    dut.lookahead.value = int(LOOKAHEAD)
     dut.rst.value = 1
     await FallingEdge(dut.clk)
     await FallingEdge(dut.clk)
@@ -144,16 +147,20 @@ async def _run(dut, cyc: dict[str, np.ndarray], what: str) -> None:
 
 def _edges(a, w_in, c, shift, commit, swap) -> dict[str, np.ndarray]:
     dt = np.uint16 if FMT == "bf16" else np.uint8
+    swap = np.asarray(swap, np.uint8)
+    # the look-ahead promise: swap_next is the next enabled edge's swap_in (without the strap the
+    # PE ignores it: then it is random)
+    nxt = np.append(swap[1:], 0) if LOOKAHEAD else np.random.default_rng(SEED + 2).integers(0, 2, swap.size)
     return {"a_in": np.asarray(a, dt), "w_in": np.asarray(w_in, dt), "psum_in": np.asarray(c, np.uint32),
             "w_shift": np.asarray(shift, np.uint8), "commit_in": np.asarray(commit, np.uint8),
-            "swap_in": np.asarray(swap, np.uint8)}
+            "swap_in": swap, "swap_next": nxt.astype(np.uint8)}
 
 
 @cocotb.test(skip=not CFG.get("corners", True))
 async def corner_cases(dut):
     """Every MAC corner vector, its weight streamed through transport -> shadow -> use."""
     rng = np.random.default_rng(SEED)
-    dut._log.info(f"seed={SEED} {FMT}/{SUB} stages={STAGES}")
+    dut._log.info(f"seed={SEED} {FMT}/{SUB} stages={STAGES} lookahead={LOOKAHEAD}")
     a, b, c = corner_vectors(FMT)
     n = a.size + 2
     ones = np.ones(n, np.uint8)
@@ -167,7 +174,7 @@ async def corner_cases(dut):
 async def random_macs(dut):
     """Random MACs (every distribution) with random shift, commit and swap strobes."""
     rng = np.random.default_rng(SEED + 1)
-    dut._log.info(f"seed={SEED + 1} {FMT}/{SUB} stages={STAGES}: {TOTAL} random MACs")
+    dut._log.info(f"seed={SEED + 1} {FMT}/{SUB} stages={STAGES} lookahead={LOOKAHEAD}: {TOTAL} random MACs")
     a, b, c = random_vectors(FMT, TOTAL, rng)
     w_in = np.where(rng.random(TOTAL) < 0.3, rng.choice(special_operands(FMT), TOTAL), b)
     strobes = [(rng.random(TOTAL) < p).astype(np.uint8) for p in (0.6, 0.5, 0.4)]
