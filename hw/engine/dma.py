@@ -66,21 +66,29 @@ class BurstSplitter(wiring.Component):
                      cur_left.eq(Mux(busy, left, self.cmd.payload.beats))]
         # beats up to the next 4 KiB boundary (1 .. 4096 / beat_bytes), capped at 256: a burst that
         # is not its transfer's last ends at the cap, so the next one starts at the next 4 KiB page
-        # (or 256 beats on, when the cap is 256 beats short of the page): no adder on the address
+        # (or 256 beats on, when the cap is 256 beats short of the page): no adder on the address.
+        # Everything is kept minus one: beats to the boundary - 1 is the complement of the beat's
+        # index in its page (4095 - x = ~x), so the address reaches AxLEN through one compare and no
+        # subtractor (the request's address and beats come from the loaders' registers, and AxLEN
+        # runs on into the memory's burst checks)
         page = 4096 // self.beat_bytes
-        to_4k = Signal(range(page + 1))
-        m.d.comb += to_4k.eq((4096 - (cur_addr & 4095)) >> lg)
+        to_4k_m1 = Signal(range(page))      # beats to the boundary - 1
+        m.d.comb += to_4k_m1.eq(~cur_addr[lg:12] if page > 1 else 0)
         cap = Signal(range(257))
+        cap_m1 = Signal(8)                  # the burst's beats - 1 unless it is the transfer's last
         by_len = Signal()                   # the 256-beat limit, not the page, ends the burst
         if page > 256:
-            m.d.comb += [by_len.eq(to_4k > 256), cap.eq(Mux(by_len, 256, to_4k))]
+            m.d.comb += [by_len.eq(to_4k_m1[8:].any()), cap_m1.eq(Mux(by_len, 255, to_4k_m1[:8]))]
         else:
-            m.d.comb += cap.eq(to_4k)
+            m.d.comb += cap_m1.eq(to_4k_m1)
+        m.d.comb += cap.eq(cap_m1 + 1)      # (only into the held transfer's registers)
+        left_m1 = Signal(self.beat_bits)    # beats >= 1
+        m.d.comb += left_m1.eq(cur_left - 1)
         last = Signal()                     # the burst on offer is its transfer's last
-        # (the high bits' zero test beside a 9-bit compare, not one carry chain through all of them)
-        m.d.comb += last.eq((cur_left[9:] == 0) & (cur_left[:9] <= cap))
-        n = Signal(range(257))
-        m.d.comb += n.eq(Mux(last, cur_left, cap))
+        # (the high bits' zero test beside an 8-bit compare, not one carry chain through all of them)
+        m.d.comb += last.eq((left_m1[8:] == 0) & (left_m1[:8] <= cap_m1))
+        len_ = Signal(8)
+        m.d.comb += len_.eq(Mux(last, left_m1[:8], cap_m1))
         next_addr = Signal(self.addr_bits)  # where the transfer goes on after a burst that is not last
         next_page = Cat(Const(0, 12), cur_addr[12:] + 1)
         if page > 256:
@@ -95,7 +103,7 @@ class BurstSplitter(wiring.Component):
             go.eq(self.ax.valid & self.ax.ready),
             done.eq(go & last),
             self.ax.payload.addr.eq(cur_addr),
-            self.ax.payload.len.eq(n - 1),
+            self.ax.payload.len.eq(len_),
             self.cmd.ready.eq(~busy | ~spare),
             take.eq(self.cmd.valid & self.cmd.ready),
             self.busy.eq(busy | spare),
