@@ -46,7 +46,9 @@ BLOCKS: dict[str, tuple[str, dict]] = {
     "hbm-refresh": ("hbm-refresh", _HBM),
     "hbm-read-path": ("hbm-read-path", _HBM),
     "hbm-write-path": ("hbm-write-path", _HBM),
-    "mxu-8x8-int8": ("mxu", {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False}),
+    # the products registered in the DSP blocks (dsp="ecp5"), and with the generic multiplier
+    "mxu-8x8-int8": ("mxu", {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False, "dsp": "ecp5"}),
+    "mxu-8x8-int8-generic": ("mxu", {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False}),
     "engine-8x8-int8": ("engine", _ENGINE),
     "gemm-top-8x8-int8": ("gemm-top", {**_ENGINE, "queue_depth": 16}),
     "gemm-top-4x4-bf16": ("gemm-top", {"rows": 4, "cols": 4, "fmt": "bf16", "pseudo_channels": 2, "queue_depth": 16}),

@@ -36,7 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .arith.formats import BF16, FP32, INT8, INT32
-from .arith.mac import MAX_STAGES, MACConfig, mac_datapath
+from .arith.mac import MAX_STAGES, MACConfig, check_dsp, mac_datapath
 from .config import check_int
 
 __all__ = ["PEConfig", "PE"]
@@ -51,6 +51,9 @@ class PEConfig:
         subnormals: "ftz" or "ieee".
         stages: partial-sum latency in cycles, 1..9 (the MAC's pipeline registers; at least one, so
             the partial sum is registered in every PE).
+        dsp: the multiplier, "generic" (default: ``a * b`` and a fabric register) or "ecp5" (an ECP5
+            ``MULT18X18D`` whose output register is the product register; int8, or bf16 with 8 or 9
+            stages; see :mod:`hw.arith.dsp`).
 
     Raises:
         ValueError: on any value outside those sets, naming the parameter and allowed values.
@@ -59,12 +62,14 @@ class PEConfig:
     fmt: str = "bf16"
     subnormals: str = "ftz"
     stages: int = 2
+    dsp: str = "generic"
 
     def __post_init__(self):
         if self.fmt not in ("bf16", "int8"):
             raise ValueError(f"fmt must be one of bf16, int8 inside a PE; got {self.fmt!r}")
         check_int("stages", self.stages, 1, MAX_STAGES)
         MACConfig(self.fmt, self.subnormals, self.stages)  # validates subnormals
+        check_dsp(self.dsp, self.fmt, self.stages)
         if self.fmt == "int8":  # no subnormals in int8: one configuration whatever was given
             object.__setattr__(self, "subnormals", "ftz")
 
@@ -141,6 +146,7 @@ class PE(wiring.Component):
         ]
         m.d.comb += self.swap_out.eq(swap_q)
         m.d.comb += self.w_out.eq(transport)
-        result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, None)
+        result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, None,
+                                 dsp=self.config.dsp, ce=self.en)
         m.d.comb += self.psum_out.eq(result)
         return EnableInserter(self.en)(m)

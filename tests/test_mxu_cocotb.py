@@ -12,6 +12,7 @@ from hw.generate import mxu_verilog
 from hw.mxu import MXUConfig
 from sim.runner import generate_verilog, run_cocotb
 from verif import checked
+from verif.models import models_for
 from verif.mxu_stim import mxu_probe
 
 
@@ -27,7 +28,8 @@ def run_mxu(cfg: MXUConfig, simulator: str, seed: int, tiles, gemm=None, report=
         env["MXU_TB_REPORT"] = str(report)
     # Verilator compiles the PE once (hier_block) instead of once per instance.
     args = ["--hierarchical"] if simulator == "verilator" else []
-    result = run_cocotb([verilog], "mxu", "verif.tb.mxu_tb", simulator=simulator, env=env, build_args=args)
+    sources = [verilog, *models_for(verilog)]  # dsp="ecp5": the DSP primitive's simulation model
+    result = run_cocotb(sources, "mxu", "verif.tb.mxu_tb", simulator=simulator, env=env, build_args=args)
     print(f"{simulator} {cfg}: build {result.build_s:.1f} s, test {result.test_s:.1f} s, seed {seed}")
     return result
 
@@ -53,11 +55,14 @@ SHAPES = [
     MXUConfig(4, 4, "fp8_e5m2", "ieee", 2),
     MXUConfig(4, 4, "int8", "ftz", 2),
     MXUConfig(5, 3, "bf16", "ieee", 4),
+    # the ECP5 DSP block's output register as the product register (its simulation model)
+    MXUConfig(4, 4, "int8", "ftz", 2, dsp="ecp5"),
+    MXUConfig(3, 5, "bf16", "ieee", 8, dsp="ecp5"),
 ]
 
 
 def _id(cfg):
-    return f"{cfg.rows}x{cfg.cols}-{cfg.fmt}-{cfg.subnormals}-s{cfg.stages}"
+    return f"{cfg.rows}x{cfg.cols}-{cfg.fmt}-{cfg.subnormals}-s{cfg.stages}" + ("-ecp5" if cfg.dsp == "ecp5" else "")
 
 
 # Icarus simulates a 16x16 bf16 array (256 PEs) at a few dozen cycles per second: arrays above 64 PEs

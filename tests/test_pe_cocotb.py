@@ -11,12 +11,16 @@ import pytest
 from hw.pe import PE, PEConfig
 from sim.runner import generate_verilog, run_cocotb
 from tests.test_mxu_cocotb import ran_and_passed
+from verif.models import models_for
 
 CONFIGS = [
     PEConfig("bf16", "ftz", 2),
     PEConfig("bf16", "ieee", 1),
     PEConfig("bf16", "ftz", 9),
     PEConfig("int8", "ftz", 2),
+    # the ECP5 DSP block's output register as the product register (its simulation model)
+    PEConfig("int8", "ftz", 2, "ecp5"),
+    PEConfig("bf16", "ieee", 8, "ecp5"),
 ]
 
 
@@ -29,14 +33,20 @@ def run_pe(verilog, cfg: PEConfig, simulator: str, seed: int, random_total: int,
         "random_total": random_total,
         "lookahead": lookahead,
     }
-    result = run_cocotb([verilog], "pe", "verif.tb.pe_tb", simulator=simulator, env={"MXU_TB_CONFIG": json.dumps(conf)})
+    result = run_cocotb(
+        [verilog, *models_for(verilog)],
+        "pe",
+        "verif.tb.pe_tb",
+        simulator=simulator,
+        env={"MXU_TB_CONFIG": json.dumps(conf)},
+    )
     print(f"{simulator} {cfg}: seed {seed}, build {result.build_s:.1f} s, test {result.test_s:.1f} s")
     return result
 
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("lookahead", [False, True], ids=["mux", "lookahead"])
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.fmt}-{c.subnormals}-s{c.stages}")
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.fmt}-{c.subnormals}-s{c.stages}-{c.dsp}")
 def test_pe(cfg, lookahead, simulator, seed, soak):
     """Both ways of choosing the weight (the strap ``lookahead``): the same build, two runs."""
     verilog = generate_verilog(lambda: PE(cfg), name="pe", key=cfg)

@@ -4,6 +4,7 @@ from amaranth import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .dsp import registered_product
 from .formats import INT8, INT32
 from .pipeline import Cuts
 
@@ -13,14 +14,20 @@ __all__ = ["Int8MAC", "int8_accumulate", "INT8_CUTS"]
 INT8_CUTS = ("mul", "out")
 
 
-def int8_accumulate(m: Module, acc, a, b, valid, cuts: Cuts):
+def int8_accumulate(m: Module, acc, a, b, valid, cuts: Cuts, *, dsp: str = "generic", ce=None):
     """Add ``wrap32(acc + a*b)`` to ``m`` (a, b signed 8 bits; acc signed 32 bits).
 
     The product is exact (16 bits signed); the sum wraps modulo 2**32. Returns ``(result, valid)``.
+    ``dsp`` = "ecp5": the product register of the "mul" cut (which must be enabled) is the output
+    register of an ECP5 DSP block, clock-enabled by ``ce`` (:mod:`hw.arith.dsp`).
     """
-    prod = Signal(signed(16), name="int8_product")
-    m.d.comb += prod.eq(a * b)
-    s = cuts.cut("mul", prod=prod, acc=acc, valid=valid)
+    if dsp == "ecp5":
+        s = cuts.cut("mul", acc=acc, valid=valid)
+        s["prod"] = registered_product(m, a, b, signed=True, ce=ce, name="mul_dsp")
+    else:
+        prod = Signal(signed(16), name="int8_product")
+        m.d.comb += prod.eq(a * b)
+        s = cuts.cut("mul", prod=prod, acc=acc, valid=valid)
     total = Signal(INT32, name="int_sum")
     m.d.comb += total.eq(s["acc"] + s["prod"])  # truncation to 32 bits is the wrap-around
     o = cuts.cut("out", result=total, valid=s["valid"])
