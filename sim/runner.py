@@ -522,7 +522,8 @@ def run_cocotb(
     folder ``<build_dir>/runs/<time>-<random>/``.
 
     Args:
-        sources: Verilog files (``.v``/``.sv``), in compile order.
+        sources: Verilog files (``.v``/``.sv``), in compile order; the simulation models of the
+            vendor primitives they instantiate (:mod:`verif.models`) are added after them.
         toplevel: the top module's name (for Amaranth output: the ``name`` given to
             :func:`generate_verilog`).
         test_module: dotted Python module holding the cocotb tests, e.g. ``"verif.tb.smoke_tb"``;
@@ -599,6 +600,12 @@ def run_cocotb(
             raise FileNotFoundError(f"Verilog source not found: {path}")
         if path.suffix not in (".v", ".sv"):
             raise ValueError(f"source {path} is not a Verilog file (.v or .sv)")
+    # vendor primitives the generated Verilog instantiates (an MXU with dsp="ecp5") get their
+    # simulation models (verif.models), after the design
+    from verif.models import models_for
+
+    for path in list(source_paths):
+        source_paths += [p.resolve() for p in models_for(path) if p.resolve() not in source_paths]
     if len(timescale) != 2 or not all(_TIME_UNIT.match(str(t)) for t in timescale):
         raise ValueError(
             f"timescale {timescale!r} must be two time units like ('1ns', '1ps')"

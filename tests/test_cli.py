@@ -134,6 +134,30 @@ def test_generate_without_backpressure(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_generate_with_the_ecp5_dsp_primitive(tmp_path):
+    """--dsp ecp5: the PE module instantiates one MULT18X18D with its output register on CLK0 and the
+    manifest says so; where the product is not registered right after the multiplier (bf16 with 2
+    stages), for a MAC, and for a non-ECP5 synthesis target: one line, exit 2, nothing written."""
+    r = run(["generate", "--rows", "2", "--cols", "2", "--fmt", "int8", "--dsp", "ecp5", "-o", "d"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "d" / "mxu.v").read_text()
+    assert text.count("MULT18X18D #(") == 1 and '.REG_OUTPUT_CLK("CLK0")' in text
+    assert json.loads((tmp_path / "d" / "mxu.json").read_text())["parameters"]["dsp"] == "ecp5"
+    bad = {
+        ("generate", "--dsp", "ecp5", "-o", "x"): "mxu: error: dsp='ecp5' makes the DSP block's output register the "
+        "product register: it needs int8 with stages >= 1 or bf16 with stages >= 8; got fmt='bf16', stages=2",
+        ("generate", "--block", "mac", "--dsp", "ecp5", "-o", "x"): "mxu: error: dsp does not apply to block mac "
+        "(from --dsp, --preset or --config)",
+        ("synth", "--target", "ice40-up5k", "--block", "pe", "--fmt", "int8", "--dsp", "ecp5", "-o", "x"): "mxu: "
+        "error: --dsp ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target (ecp5-25k, ecp5-85k); "
+        "got ice40-up5k",
+    }
+    for args, line in bad.items():
+        r = run(list(args), tmp_path)
+        assert (r.returncode, r.stderr.strip()) == (2, line), args
+        assert not (tmp_path / "x").exists()
+
+
 def test_demo_summary_with_a_golden_stand_in_for_the_rtl(tmp_path, monkeypatch, capsys):
     """`mxu demo` end to end but for the simulator (run_gemms replaced by the golden model): the
     summary prints, summary.json holds the flat engine fields and the whole configuration. The

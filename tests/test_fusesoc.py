@@ -157,12 +157,15 @@ def test_generate_fusesoc_bad_input_writes_nothing(tmp_path, capsys, monkeypatch
 TARGETS = {"icarus": "sim", "verilator": "lint"}
 
 
-@pytest.fixture(scope="module")
-def cores(tmp_path_factory) -> Path:
-    """A folder with ``mxu generate --rows 2 --cols 2 --fusesoc``'s output."""
+@pytest.fixture(scope="module", params=["generic", "ecp5"])
+def cores(request, tmp_path_factory) -> Path:
+    """A folder with ``mxu generate --rows 2 --cols 2 --fusesoc``'s output; with ``--fmt int8 --dsp
+    ecp5`` the core also carries the ECP5 DSP primitive's simulation model, which lint and sim need."""
     out = tmp_path_factory.mktemp("fusesoc") / "cores"
-    r = _generate(out, "--rows", "2", "--cols", "2", "--fusesoc")
+    dsp = ["--fmt", "int8", "--dsp", "ecp5"] if request.param == "ecp5" else []
+    r = _generate(out, "--rows", "2", "--cols", "2", *dsp, "--fusesoc")
     assert r.returncode == 0, r.stderr
+    assert (out / "MULT18X18D.v").is_file() == (request.param == "ecp5")
     return out
 
 
@@ -234,8 +237,11 @@ def test_lint_target_fails_without_the_waivers(simulator, cores, tmp_path):
     reports the generated Verilog's unused aliases and FuseSoC exits non-zero."""
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "mxu.v").write_text((cores / "mxu.v").read_text())
-    (bad / "mxu.core").write_text((cores / "mxu.core").read_text().replace("[rtl, lint_waivers]", "[rtl]"))
+    for f in ("mxu.v", "MULT18X18D.v"):
+        if (cores / f).is_file():
+            (bad / f).write_text((cores / f).read_text())
+    core = (cores / "mxu.core").read_text()
+    (bad / "mxu.core").write_text(core.replace(", lint_waivers]", "]"))
     r, _work = _fusesoc(tmp_path, bad, "lint", simulator)
     assert r.returncode != 0
     assert "%Warning-UNUSEDSIGNAL" in r.stdout + r.stderr

@@ -12,7 +12,6 @@ from hw.generate import mxu_verilog
 from hw.mxu import MXUConfig
 from sim.runner import generate_verilog, run_cocotb
 from verif import checked
-from verif.models import models_for
 from verif.mxu_stim import mxu_probe
 
 
@@ -28,8 +27,7 @@ def run_mxu(cfg: MXUConfig, simulator: str, seed: int, tiles, gemm=None, report=
         env["MXU_TB_REPORT"] = str(report)
     # Verilator compiles the PE once (hier_block) instead of once per instance.
     args = ["--hierarchical"] if simulator == "verilator" else []
-    sources = [verilog, *models_for(verilog)]  # dsp="ecp5": the DSP primitive's simulation model
-    result = run_cocotb(sources, "mxu", "verif.tb.mxu_tb", simulator=simulator, env=env, build_args=args)
+    result = run_cocotb([verilog], "mxu", "verif.tb.mxu_tb", simulator=simulator, env=env, build_args=args)
     print(f"{simulator} {cfg}: build {result.build_s:.1f} s, test {result.test_s:.1f} s, seed {seed}")
     return result
 

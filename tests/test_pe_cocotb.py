@@ -11,7 +11,6 @@ import pytest
 from hw.pe import PE, PEConfig
 from sim.runner import generate_verilog, run_cocotb
 from tests.test_mxu_cocotb import ran_and_passed
-from verif.models import models_for
 
 CONFIGS = [
     PEConfig("bf16", "ftz", 2),
@@ -33,13 +32,7 @@ def run_pe(verilog, cfg: PEConfig, simulator: str, seed: int, random_total: int,
         "random_total": random_total,
         "lookahead": lookahead,
     }
-    result = run_cocotb(
-        [verilog, *models_for(verilog)],
-        "pe",
-        "verif.tb.pe_tb",
-        simulator=simulator,
-        env={"MXU_TB_CONFIG": json.dumps(conf)},
-    )
+    result = run_cocotb([verilog], "pe", "verif.tb.pe_tb", simulator=simulator, env={"MXU_TB_CONFIG": json.dumps(conf)})
     print(f"{simulator} {cfg}: seed {seed}, build {result.build_s:.1f} s, test {result.test_s:.1f} s")
     return result
 

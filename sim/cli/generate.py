@@ -67,13 +67,14 @@ def run(args) -> int:
     block = params.pop("block")
     name = args.name or block
     check_module_name(name)
-    core_files = [f"{name}.core", fusesoc.waiver_name(name)] if args.fusesoc else []
+    model = fusesoc.PRIMITIVE_MODELS.get(params.get("dsp", "generic")) if block == "mxu" else None
+    core_files = [f"{name}.core", fusesoc.waiver_name(name), *([model] if model else [])] if args.fusesoc else []
     check_out_dir(args.out, [f"{name}.v", f"{name}.json", *core_files])  # before minutes of generation
     check_build_dir()
     t0 = time.perf_counter()
     try:
         if block == "mac":
-            for key in ("rows", "cols", "backpressure"):
+            for key in ("rows", "cols", "backpressure", "dsp"):
                 if key in params:
                     raise UsageError(f"{key} does not apply to block mac (from "
                                      f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")
@@ -118,6 +119,10 @@ def run(args) -> int:
         files[f"{name}.core"] = fusesoc.core_text(name=name, version=project["version"], block=block,
                                                   parameters=info["parameters"])
         files[fusesoc.waiver_name(name)] = WAIVER_FILE
+        if model:   # the primitive's simulation model, for the core's lint and sim targets
+            from verif import models
+
+            files[model] = models.MULT18X18D.with_name(model).read_text()
     write_outputs(args.out, files)
     summary = {"verilog": str(args.out / f"{name}.v"), "manifest": str(args.out / f"{name}.json")}
     if args.fusesoc:

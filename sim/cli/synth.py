@@ -159,9 +159,12 @@ def _resolve(args) -> tuple:
     name = args.name or block
     check_module_name(name, reserved=(synth.WRAPPER_TOP,))
     target = synth.TARGETS[args.target]
+    if params.get("dsp") == "ecp5" and target.family != "ecp5":
+        raise UsageError(f"--dsp ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target "
+                         f"({', '.join(t for t, v in synth.TARGETS.items() if v.family == 'ecp5')}); got {args.target}")
     try:
         if block in ("mac", "pe"):
-            for key in ("rows", "cols", "backpressure"):
+            for key in ("rows", "cols", "backpressure", *(("dsp",) if block == "mac" else ())):
                 if key in params:
                     raise UsageError(f"{key} does not apply to block {block} (from "
                                      f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")

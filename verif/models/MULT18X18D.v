@@ -5,6 +5,9 @@
 // "RST0", RESETMODE = "SYNC"), or no output register (REG_OUTPUT_CLK = "NONE"). Behaviour from
 // Lattice TN1267 (ECP5 and ECP5-5G sysDSP Usage Guide). Other settings stop the simulation.
 // Yosys and nextpnr-ecp5 use their own definition of the primitive; this file is never synthesized.
+// The primitive's full interface, of which the model reads a part: no lint warnings for the rest.
+/* verilator lint_off UNUSEDPARAM */
+/* verilator lint_off UNUSEDSIGNAL */
 module MULT18X18D #(
     parameter REG_INPUTA_CLK = "NONE", parameter REG_INPUTA_CE = "CE0", parameter REG_INPUTA_RST = "RST0",
     parameter REG_INPUTB_CLK = "NONE", parameter REG_INPUTB_CE = "CE0", parameter REG_INPUTB_RST = "RST0",
@@ -181,3 +184,5 @@ module MULT18X18D #(
     end
   end
 endmodule
+/* verilator lint_on UNUSEDSIGNAL */
+/* verilator lint_on UNUSEDPARAM */
