@@ -146,7 +146,13 @@ class PE(wiring.Component):
         ]
         m.d.comb += self.swap_out.eq(swap_q)
         m.d.comb += self.w_out.eq(transport)
+        # int8 in ECP5 DSP blocks: without look-ahead (the array's first PE) the swap's choice of weight
+        # is made after the two products' registers, by swap_q, instead of in front of one DSP block
+        # (its swap comes from the input handshake, late in the cycle)
+        choice = None
+        if self.config.dsp == "ecp5" and self.config.fmt == "int8":
+            choice = (self.lookahead, swap_q, shadow, active)
         result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, None,
-                                 dsp=self.config.dsp, ce=self.en)
+                                 dsp=self.config.dsp, ce=self.en, b_choice=choice)
         m.d.comb += self.psum_out.eq(result)
         return EnableInserter(self.en)(m)

@@ -127,7 +127,7 @@ def check_dsp(dsp: str, fmt: str, stages: int) -> None:
                              f"int8 with stages >= 1 or bf16 with stages >= 8; got fmt={fmt!r}, stages={stages}")
 
 
-def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, dsp: str = "generic", ce=None):
+def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, dsp: str = "generic", ce=None, b_choice=None):
     """Add the MAC datapath ``c + a*b`` for ``cfg`` to ``m``, with ``cfg.stages`` register stages.
 
     ``a`` and ``b`` are bf16 views for every float format (fp8 is decoded by the caller, at the edge)
@@ -136,7 +136,8 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, dsp: str = "gener
     ``(result, valid)``: 32-bit value and its valid bit,
     ``cfg.stages`` cycles later. Registers are placed at :attr:`MACConfig.cuts`. ``dsp``: the
     multiplier kind (:mod:`hw.arith.dsp`; checked by :func:`check_dsp`), ``ce`` the clock enable of
-    the module (1 bit; "ecp5" only: the DSP block's register does not see an ``EnableInserter``).
+    the module (1 bit; "ecp5" only: the DSP block's register does not see an ``EnableInserter``);
+    ``b_choice``: int8 with "ecp5" only, see :func:`~hw.arith.int8_mac.int8_accumulate`.
 
     Raises:
         ValueError: see :func:`check_dsp`.
@@ -145,7 +146,7 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, dsp: str = "gener
     ce = 1 if ce is None else ce
     cuts = Cuts(m, cfg.cuts)
     if not cfg.is_float:
-        result, valid = int8_accumulate(m, c, a, b, valid, cuts, dsp=dsp, ce=ce)
+        result, valid = int8_accumulate(m, c, a, b, valid, cuts, dsp=dsp, ce=ce, b_choice=b_choice)
         for i in range(cfg.stages - len(cfg.cuts)):
             r = Signal.like(result, name=f"out_delay{i}", reset_less=True)
             m.d.sync += r.eq(result)
