@@ -46,8 +46,11 @@ BLOCKS: dict[str, tuple[str, dict]] = {
     "hbm-refresh": ("hbm-refresh", _HBM),
     "hbm-read-path": ("hbm-read-path", _HBM),
     "hbm-write-path": ("hbm-write-path", _HBM),
-    # the products registered in the DSP blocks (dsp="ecp5"), and with the generic multiplier
-    "mxu-8x8-int8": ("mxu", {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False, "dsp": "ecp5"}),
+    # the products registered in the DSP blocks (multiplier="ecp5"), and with the generic multiplier
+    "mxu-8x8-int8": (
+        "mxu",
+        {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False, "multiplier": "ecp5"},
+    ),
     "mxu-8x8-int8-generic": ("mxu", {"rows": 8, "cols": 8, "fmt": "int8", "stages": 2, "backpressure": False}),
     "engine-8x8-int8": ("engine", _ENGINE),
     "gemm-top-8x8-int8": ("gemm-top", {**_ENGINE, "queue_depth": 16}),

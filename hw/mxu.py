@@ -48,7 +48,7 @@ from amaranth.lib.wiring import In, Out
 
 from .arith.formats import BF16, FP32, INT32, Format, Subnormals, operand_layout
 from .arith.fp8_decode import decode_fp8
-from .arith.mac import MAX_STAGES, check_dsp
+from .arith.mac import MAX_STAGES, check_multiplier
 from .config import check_choice, check_int
 from .pe import PE, PEConfig
 
@@ -77,7 +77,7 @@ class MXUConfig:
             and has no clock enable, which removes a net fanning out to every register (on ECP5 the
             8x8 bf16 array's critical path with back-pressure: 14 ns from ``out__valid`` to the
             PEs' first pipeline register).
-        dsp: the PEs' multiplier, "generic" (default) or "ecp5" (an ECP5 ``MULT18X18D`` whose output
+        multiplier: the PEs' multiplier, "generic" (default) or "ecp5" (an ECP5 ``MULT18X18D`` whose output
             register is the product register: int8, or bf16 with 8 or 9 stages; the Verilog then
             instantiates the primitive, see :mod:`hw.arith.dsp`).
 
@@ -91,7 +91,7 @@ class MXUConfig:
     subnormals: str = "ftz"
     stages: int = 2
     backpressure: bool = True
-    dsp: str = "generic"
+    multiplier: str = "generic"
 
     def __post_init__(self):
         if not isinstance(self.backpressure, bool):
@@ -103,7 +103,7 @@ class MXUConfig:
         check_int("stages", self.stages, 1, MAX_STAGES)
         if self.fmt == "int8":  # no subnormals in int8: one configuration whatever was given
             object.__setattr__(self, "subnormals", "ftz")
-        check_dsp(self.dsp, "int8" if self.fmt == "int8" else "bf16", self.stages)
+        check_multiplier(self.multiplier, "int8" if self.fmt == "int8" else "bf16", self.stages)
 
     # ---- derived ---------------------------------------------------------------------------
     @property
@@ -113,7 +113,7 @@ class MXUConfig:
     @property
     def pe(self) -> PEConfig:
         """The configuration of every PE (fp8 becomes bf16 inside the array)."""
-        return PEConfig("int8" if self.fmt == "int8" else "bf16", self.subnormals, self.stages, self.dsp)
+        return PEConfig("int8" if self.fmt == "int8" else "bf16", self.subnormals, self.stages, self.multiplier)
 
     @property
     def operand_bits(self) -> int:

@@ -36,7 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .arith.formats import BF16, FP32, INT8, INT32
-from .arith.mac import MAX_STAGES, MACConfig, check_dsp, mac_datapath
+from .arith.mac import MAX_STAGES, MACConfig, check_multiplier, mac_datapath
 from .config import check_int
 
 __all__ = ["PEConfig", "PE"]
@@ -51,7 +51,7 @@ class PEConfig:
         subnormals: "ftz" or "ieee".
         stages: partial-sum latency in cycles, 1..9 (the MAC's pipeline registers; at least one, so
             the partial sum is registered in every PE).
-        dsp: the multiplier, "generic" (default: ``a * b`` and a fabric register) or "ecp5" (an ECP5
+        multiplier: "generic" (default: ``a * b`` and a fabric register) or "ecp5" (an ECP5
             ``MULT18X18D`` whose output register is the product register; int8, or bf16 with 8 or 9
             stages; see :mod:`hw.arith.dsp`).
 
@@ -62,14 +62,14 @@ class PEConfig:
     fmt: str = "bf16"
     subnormals: str = "ftz"
     stages: int = 2
-    dsp: str = "generic"
+    multiplier: str = "generic"
 
     def __post_init__(self):
         if self.fmt not in ("bf16", "int8"):
             raise ValueError(f"fmt must be one of bf16, int8 inside a PE; got {self.fmt!r}")
         check_int("stages", self.stages, 1, MAX_STAGES)
         MACConfig(self.fmt, self.subnormals, self.stages)  # validates subnormals
-        check_dsp(self.dsp, self.fmt, self.stages)
+        check_multiplier(self.multiplier, self.fmt, self.stages)
         if self.fmt == "int8":  # no subnormals in int8: one configuration whatever was given
             object.__setattr__(self, "subnormals", "ftz")
 
@@ -150,9 +150,9 @@ class PE(wiring.Component):
         # is made after the two products' registers, by swap_q, instead of in front of one DSP block
         # (its swap comes from the input handshake, late in the cycle)
         choice = None
-        if self.config.dsp == "ecp5" and self.config.fmt == "int8":
+        if self.config.multiplier == "ecp5" and self.config.fmt == "int8":
             choice = (self.lookahead, swap_q, shadow, active)
         result, _ = mac_datapath(m, self.config.mac, self.a_in, weight, self.psum_in, None,
-                                 dsp=self.config.dsp, ce=self.en, b_choice=choice)
+                                 multiplier=self.config.multiplier, ce=self.en, b_choice=choice)
         m.d.comb += self.psum_out.eq(result)
         return EnableInserter(self.en)(m)

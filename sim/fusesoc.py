@@ -53,8 +53,8 @@ def regenerate_command(block: str, parameters: dict, name: str) -> str:
               "--stages", str(parameters["stages"])]
     if block == "mxu" and not parameters.get("backpressure", True):
         words.append("--no-backpressure")
-    if parameters.get("dsp", "generic") != "generic":
-        words += ["--dsp", parameters["dsp"]]
+    if parameters.get("multiplier", "generic") != "generic":
+        words += ["--multiplier", parameters["multiplier"]]
     words += ["--name", name, "--fusesoc", "-o", "OUT_DIR"]
     return " ".join(words)
 
@@ -67,12 +67,12 @@ def _description(block: str, parameters: dict, name: str) -> str:
             f"{p['stages']} pipeline stage{'' if p['stages'] == 1 else 's'}{per}")
     if block == "mxu" and not p.get("backpressure", True):
         text += ", no backpressure"
-    if p.get("dsp", "generic") == "ecp5":
+    if p.get("multiplier", "generic") == "ecp5":
         text += ", products in ECP5 MULT18X18D output registers"
     return text
 
 
-#: simulation models of the vendor primitives an MXU may instantiate, by ``dsp`` (written beside the
+#: simulation models of the vendor primitives an MXU may instantiate, by ``multiplier`` (written beside the
 #: core by ``mxu generate --fusesoc``; lint and sim need them, synthesis uses the vendor's)
 PRIMITIVE_MODELS = {"ecp5": "MULT18X18D.v"}
 
@@ -87,7 +87,7 @@ def core_text(*, name: str, version: str, block: str, parameters: dict) -> str:
       the JSON manifest); ``description``: the block and its configuration;
     * ``filesets``: ``rtl`` (``<name>.v``, ``verilogSource``) and ``lint_waivers``
       (:func:`waiver_name`, ``vlt``: the project's Verilator waivers, each with its reason); with
-      ``dsp`` "ecp5" also ``primitive_models`` (:data:`PRIMITIVE_MODELS`: the ECP5 DSP primitive's
+      ``multiplier`` "ecp5" also ``primitive_models`` (:data:`PRIMITIVE_MODELS`: the ECP5 DSP primitive's
       simulation model, for the lint and sim targets only);
     * ``targets``: ``default`` (``rtl``, toplevel ``name``: what a core that depends on this one
       gets), ``lint`` (Verilator ``--lint-only -Wall`` with the waivers, as ``sim/lint.py`` lints)
@@ -129,7 +129,7 @@ def core_text(*, name: str, version: str, block: str, parameters: dict) -> str:
         f"      - {waivers}",
         "    file_type: vlt",
     ]
-    model = PRIMITIVE_MODELS.get(parameters.get("dsp", "generic"))
+    model = PRIMITIVE_MODELS.get(parameters.get("multiplier", "generic"))
     extra = ", primitive_models" if model else ""
     if model:
         lines += ["  primitive_models:", "    files:", f"      - {model}", "    file_type: verilogSource"]

@@ -60,6 +60,7 @@ SPEC_KEYS: dict[str, str | None] = {
     "freq": "--freq",
     "seed": "--seed",
     "preset": "--preset",
+    "multiplier": "--multiplier",
     "backpressure": None,
     "dsp": None,
     "widelut": None,

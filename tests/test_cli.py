@@ -39,6 +39,7 @@ def test_generate_mxu_files_and_manifest(tmp_path):
         "subnormals": "ftz",
         "stages": 1,
         "backpressure": True,
+        "multiplier": "generic",
     }
     assert info["latency_cycles"] == 3 * 1 + 2 - 1
     ports = {p["name"]: p for p in info["ports"]}
@@ -69,6 +70,7 @@ def test_generate_preset_and_toml_override(tmp_path):
         "subnormals": "ftz",
         "stages": 2,
         "backpressure": True,
+        "multiplier": "generic",
     }
     r = run(["generate", "--preset", "tpu-v1-int8-8x8", "-o", "y"], tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["parameters"]["fmt"] == "int8"
@@ -135,22 +137,66 @@ def test_generate_without_backpressure(tmp_path):
 
 
 def test_generate_with_the_ecp5_dsp_primitive(tmp_path):
-    """--dsp ecp5: the PE module instantiates one MULT18X18D with its output register on CLK0 and the
+    """--multiplier ecp5: the PE module instantiates MULT18X18Ds with their output registers on CLK0 and the
     manifest says so; where the product is not registered right after the multiplier (bf16 with 2
     stages), for a MAC, and for a non-ECP5 synthesis target: one line, exit 2, nothing written."""
-    r = run(["generate", "--rows", "2", "--cols", "2", "--fmt", "int8", "--dsp", "ecp5", "-o", "d"], tmp_path)
+    r = run(["generate", "--rows", "2", "--cols", "2", "--fmt", "int8", "--multiplier", "ecp5", "-o", "d"], tmp_path)
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "d" / "mxu.v").read_text()
-    assert text.count("MULT18X18D #(") == 1 and '.REG_OUTPUT_CLK("CLK0")' in text
-    assert json.loads((tmp_path / "d" / "mxu.json").read_text())["parameters"]["dsp"] == "ecp5"
+    # one per product in the shared PE module: a * w_next, and a * shadow, a * active for the first PE
+    # (which has no look-ahead); synthesis keeps those each PE uses
+    assert text.count("MULT18X18D #(") == 3 and text.count('.REG_OUTPUT_CLK("CLK0")') == 3
+    assert json.loads((tmp_path / "d" / "mxu.json").read_text())["parameters"]["multiplier"] == "ecp5"
     bad = {
-        ("generate", "--dsp", "ecp5", "-o", "x"): "mxu: error: dsp='ecp5' makes the DSP block's output register the "
+        (
+            "generate",
+            "--multiplier",
+            "ecp5",
+            "-o",
+            "x",
+        ): "mxu: error: multiplier='ecp5' makes the DSP block's output register the "
         "product register: it needs int8 with stages >= 1 or bf16 with stages >= 8; got fmt='bf16', stages=2",
-        ("generate", "--block", "mac", "--dsp", "ecp5", "-o", "x"): "mxu: error: dsp does not apply to block mac "
-        "(from --dsp, --preset or --config)",
-        ("synth", "--target", "ice40-up5k", "--block", "pe", "--fmt", "int8", "--dsp", "ecp5", "-o", "x"): "mxu: "
-        "error: --dsp ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target (ecp5-25k, ecp5-85k); "
+        (
+            "generate",
+            "--block",
+            "mac",
+            "--multiplier",
+            "ecp5",
+            "-o",
+            "x",
+        ): "mxu: error: multiplier does not apply to block mac (from --multiplier, --preset or --config)",
+        (
+            "synth",
+            "--target",
+            "ice40-up5k",
+            "--block",
+            "pe",
+            "--fmt",
+            "int8",
+            "--multiplier",
+            "ecp5",
+            "-o",
+            "x",
+        ): "mxu: "
+        "error: --multiplier ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target (ecp5-25k, ecp5-85k); "
         "got ice40-up5k",
+        (
+            "synth",
+            "--target",
+            "ecp5-85k",
+            "--block",
+            "pe",
+            "--fmt",
+            "int8",
+            "--multiplier",
+            "ecp5",
+            "--no-dsp",
+            "-o",
+            "x",
+        ): "mxu: error: --multiplier ecp5 instantiates DSP blocks; --no-dsp builds the multipliers from LUTs: "
+        "give one of them",
+        ("synth", "--target", "ecp5-85k", "--block", "engine", "--multiplier", "ecp5", "-o", "x"): "mxu: error: "
+        "--multiplier applies to blocks mxu and pe only, not engine",
     }
     for args, line in bad.items():
         r = run(list(args), tmp_path)

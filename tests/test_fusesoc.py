@@ -159,11 +159,11 @@ TARGETS = {"icarus": "sim", "verilator": "lint"}
 
 @pytest.fixture(scope="module", params=["generic", "ecp5"])
 def cores(request, tmp_path_factory) -> Path:
-    """A folder with ``mxu generate --rows 2 --cols 2 --fusesoc``'s output; with ``--fmt int8 --dsp
-    ecp5`` the core also carries the ECP5 DSP primitive's simulation model, which lint and sim need."""
+    """A folder with ``mxu generate --rows 2 --cols 2 --fusesoc``'s output; with ``--fmt int8
+    --multiplier ecp5`` the core also carries the ECP5 DSP primitive's simulation model, which lint and sim need."""
     out = tmp_path_factory.mktemp("fusesoc") / "cores"
-    dsp = ["--fmt", "int8", "--dsp", "ecp5"] if request.param == "ecp5" else []
-    r = _generate(out, "--rows", "2", "--cols", "2", *dsp, "--fusesoc")
+    mult = ["--fmt", "int8", "--multiplier", "ecp5"] if request.param == "ecp5" else []
+    r = _generate(out, "--rows", "2", "--cols", "2", *mult, "--fusesoc")
     assert r.returncode == 0, r.stderr
     assert (out / "MULT18X18D.v").is_file() == (request.param == "ecp5")
     return out

@@ -54,13 +54,15 @@ SHAPES = [
     MXUConfig(4, 4, "int8", "ftz", 2),
     MXUConfig(5, 3, "bf16", "ieee", 4),
     # the ECP5 DSP block's output register as the product register (its simulation model)
-    MXUConfig(4, 4, "int8", "ftz", 2, dsp="ecp5"),
-    MXUConfig(3, 5, "bf16", "ieee", 8, dsp="ecp5"),
+    MXUConfig(4, 4, "int8", "ftz", 2, multiplier="ecp5"),
+    MXUConfig(3, 5, "bf16", "ieee", 8, multiplier="ecp5"),
 ]
 
 
 def _id(cfg):
-    return f"{cfg.rows}x{cfg.cols}-{cfg.fmt}-{cfg.subnormals}-s{cfg.stages}" + ("-ecp5" if cfg.dsp == "ecp5" else "")
+    return f"{cfg.rows}x{cfg.cols}-{cfg.fmt}-{cfg.subnormals}-s{cfg.stages}" + (
+        "-ecp5" if cfg.multiplier == "ecp5" else ""
+    )
 
 
 # Icarus simulates a 16x16 bf16 array (256 PEs) at a few dozen cycles per second: arrays above 64 PEs

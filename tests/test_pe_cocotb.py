@@ -39,7 +39,7 @@ def run_pe(verilog, cfg: PEConfig, simulator: str, seed: int, random_total: int,
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("lookahead", [False, True], ids=["mux", "lookahead"])
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.fmt}-{c.subnormals}-s{c.stages}-{c.dsp}")
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.fmt}-{c.subnormals}-s{c.stages}-{c.multiplier}")
 def test_pe(cfg, lookahead, simulator, seed, soak):
     """Both ways of choosing the weight (the strap ``lookahead``): the same build, two runs."""
     verilog = generate_verilog(lambda: PE(cfg), name="pe", key=cfg)

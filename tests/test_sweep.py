@@ -199,6 +199,7 @@ def test_engine_point_takes_its_cycles_from_the_rtl(tmp_path, monkeypatch):
         "subnormals": "ftz",
         "stages": 2,
         "backpressure": True,
+        "multiplier": "generic",
     }
     assert (rec["resolved"]["target"], rec["resolved"]["seed"]) == ("ecp5-85k", 1)
     from sim.cli.sweep import format_table

@@ -22,17 +22,17 @@ from enum import Enum
 
 from amaranth.hdl import ClockSignal, Const, Instance, Module, Signal, Value
 
-__all__ = ["DSPKind", "DSP_KINDS", "registered_product"]
+__all__ = ["Multiplier", "MULTIPLIERS", "registered_product"]
 
 
-class DSPKind(Enum):
+class Multiplier(Enum):
     """The multiplier kinds (see the module docstring)."""
     GENERIC = "generic"
     ECP5 = "ecp5"
 
 
 #: Their names, for options and messages.
-DSP_KINDS = tuple(k.value for k in DSPKind)
+MULTIPLIERS = tuple(k.value for k in Multiplier)
 
 #: MULT18X18D operand width in bits.
 _W = 18

@@ -14,19 +14,19 @@ __all__ = ["Int8MAC", "int8_accumulate", "INT8_CUTS"]
 INT8_CUTS = ("mul", "out")
 
 
-def int8_accumulate(m: Module, acc, a, b, valid, cuts: Cuts, *, dsp: str = "generic", ce=None, b_choice=None):
+def int8_accumulate(m: Module, acc, a, b, valid, cuts: Cuts, *, multiplier: str = "generic", ce=None, b_choice=None):
     """Add ``wrap32(acc + a*b)`` to ``m`` (a, b signed 8 bits; acc signed 32 bits).
 
     The product is exact (16 bits signed); the sum wraps modulo 2**32. Returns ``(result, valid)``.
-    ``dsp`` = "ecp5": the product register of the "mul" cut (which must be enabled) is the output
+    ``multiplier`` = "ecp5": the product register of the "mul" cut (which must be enabled) is the output
     register of an ECP5 DSP block, clock-enabled by ``ce`` (:mod:`hw.arith.dsp`). ``b_choice``
-    (``dsp`` = "ecp5" only): ``(use_b, sel_q, b1, b0)``: where ``use_b`` is low, ``b`` is a choice
+    (``multiplier`` = "ecp5" only): ``(use_b, sel_q, b1, b0)``: where ``use_b`` is low, ``b`` is a choice
     ``sel ? b1 : b0`` made in the multiplier's own cycle, and both products are registered and chosen
     after their registers by ``sel_q`` (``sel`` one enabled cycle later): a choice that comes late
     in the cycle is then not in front of the DSP block. A synthesizer that sees ``use_b`` constant
     keeps only the DSP blocks it uses (one, or two).
     """
-    if dsp == "ecp5":
+    if multiplier == "ecp5":
         s = cuts.cut("mul", acc=acc, valid=valid)
         s["prod"] = registered_product(m, a, b, signed=True, ce=ce, name="mul_dsp")
         if b_choice is not None:

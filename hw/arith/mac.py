@@ -15,14 +15,14 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import check_choice, check_int
 from .bf16_mul import bf16_decode_pair, bf16_normalize_product, bf16_product_exponent, bf16_significand_product
-from .dsp import DSPKind, registered_product
+from .dsp import Multiplier, registered_product
 from .formats import BF16, FP32, Format, Product, Subnormals, accumulator_layout, operand_layout
 from .fp8_decode import decode_fp8
 from .fp32_add import fp32_accumulate
 from .int8_mac import int8_accumulate
 from .pipeline import Cuts
 
-__all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES", "mac_datapath", "check_dsp"]
+__all__ = ["MACConfig", "MAC", "MAX_STAGES", "FLOAT_CUTS_BY_STAGES", "mac_datapath", "check_multiplier"]
 
 #: Largest supported number of pipeline register stages in the MAC.
 MAX_STAGES = 9
@@ -109,8 +109,8 @@ class MACConfig:
         return data.StructLayout({"a": op, "b": op, "c": accumulator_layout(self.format)})
 
 
-def check_dsp(dsp: str, fmt: str, stages: int) -> None:
-    """Whether the multiplier kind ``dsp`` (:data:`hw.arith.dsp.DSP_KINDS`) fits a MAC of ``fmt``
+def check_multiplier(multiplier: str, fmt: str, stages: int) -> None:
+    """Whether the multiplier kind ``multiplier`` (:data:`hw.arith.dsp.MULTIPLIERS`) fits a MAC of ``fmt``
     (the datapath format, "bf16" or "int8") with ``stages`` stages: "ecp5" makes the "mul" cut the DSP
     block's output register, so the multiplier must feed that register directly: int8 (any stages
     >= 1), or bf16 with the "in" cut (stages >= 8; with fewer the product is normalized before it).
@@ -119,34 +119,34 @@ def check_dsp(dsp: str, fmt: str, stages: int) -> None:
         ValueError: an unknown kind, or "ecp5" where the product is not registered right after the
             multiplier.
     """
-    check_choice("dsp", dsp, DSPKind)
-    if dsp == "ecp5":
+    check_choice("multiplier", multiplier, Multiplier)
+    if multiplier == "ecp5":
         cuts = (INT8_CUTS_BY_STAGES if fmt == "int8" else FLOAT_CUTS_BY_STAGES)[stages]
         if "mul" not in cuts or (fmt != "int8" and "in" not in cuts):
-            raise ValueError("dsp='ecp5' makes the DSP block's output register the product register: it needs "
+            raise ValueError("multiplier='ecp5' makes the DSP block's output register the product register: it needs "
                              f"int8 with stages >= 1 or bf16 with stages >= 8; got fmt={fmt!r}, stages={stages}")
 
 
-def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, dsp: str = "generic", ce=None, b_choice=None):
+def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, multiplier: str = "generic", ce=None, b_choice=None):
     """Add the MAC datapath ``c + a*b`` for ``cfg`` to ``m``, with ``cfg.stages`` register stages.
 
     ``a`` and ``b`` are bf16 views for every float format (fp8 is decoded by the caller, at the edge)
     or signed 8-bit values for int8; ``c`` is the 32-bit accumulator (fp32 view or int32). ``valid``
     (1 bit, or ``None`` for no valid bit and no valid registers) travels with the data. Returns
     ``(result, valid)``: 32-bit value and its valid bit,
-    ``cfg.stages`` cycles later. Registers are placed at :attr:`MACConfig.cuts`. ``dsp``: the
-    multiplier kind (:mod:`hw.arith.dsp`; checked by :func:`check_dsp`), ``ce`` the clock enable of
+    ``cfg.stages`` cycles later. Registers are placed at :attr:`MACConfig.cuts`. ``multiplier``: the
+    multiplier kind (:mod:`hw.arith.dsp`; checked by :func:`check_multiplier`), ``ce`` the clock enable of
     the module (1 bit; "ecp5" only: the DSP block's register does not see an ``EnableInserter``);
     ``b_choice``: int8 with "ecp5" only, see :func:`~hw.arith.int8_mac.int8_accumulate`.
 
     Raises:
-        ValueError: see :func:`check_dsp`.
+        ValueError: see :func:`check_multiplier`.
     """
-    check_dsp(dsp, "int8" if not cfg.is_float else "bf16", cfg.stages)
+    check_multiplier(multiplier, "int8" if not cfg.is_float else "bf16", cfg.stages)
     ce = 1 if ce is None else ce
     cuts = Cuts(m, cfg.cuts)
     if not cfg.is_float:
-        result, valid = int8_accumulate(m, c, a, b, valid, cuts, dsp=dsp, ce=ce, b_choice=b_choice)
+        result, valid = int8_accumulate(m, c, a, b, valid, cuts, multiplier=multiplier, ce=ce, b_choice=b_choice)
         for i in range(cfg.stages - len(cfg.cuts)):
             r = Signal.like(result, name=f"out_delay{i}", reset_less=True)
             m.d.sync += r.eq(result)
@@ -160,8 +160,8 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, dsp: str = "gener
     r = cuts.cut("in", **bf16_decode_pair(m, a, b, sub), c=Value.cast(c), valid=valid)
     flags = {"exp": bf16_product_exponent(m, r["exp_a"], r["exp_b"]),
              **{k: r[k] for k in ("sign", "zero", "inf", "nan")}}
-    if dsp == "ecp5":
-        # "in" -> the DSP block -> its own output register as the "mul" cut (check_dsp)
+    if multiplier == "ecp5":
+        # "in" -> the DSP block -> its own output register as the "mul" cut (check_multiplier)
         s = cuts.cut("mul", **flags, c=r["c"], valid=r["valid"])
         s["raw"] = registered_product(m, r["sig_a"], r["sig_b"], signed=False, ce=ce, name="mul_dsp")
         product = bf16_normalize_product(m, s["raw"], s["exp"], s["sign"], s["zero"], s["inf"], s["nan"], sub)

@@ -67,14 +67,14 @@ def run(args) -> int:
     block = params.pop("block")
     name = args.name or block
     check_module_name(name)
-    model = fusesoc.PRIMITIVE_MODELS.get(params.get("dsp", "generic")) if block == "mxu" else None
+    model = fusesoc.PRIMITIVE_MODELS.get(params.get("multiplier", "generic")) if block == "mxu" else None
     core_files = [f"{name}.core", fusesoc.waiver_name(name), *([model] if model else [])] if args.fusesoc else []
     check_out_dir(args.out, [f"{name}.v", f"{name}.json", *core_files])  # before minutes of generation
     check_build_dir()
     t0 = time.perf_counter()
     try:
         if block == "mac":
-            for key in ("rows", "cols", "backpressure", "dsp"):
+            for key in ("rows", "cols", "backpressure", "multiplier"):
                 if key in params:
                     raise UsageError(f"{key} does not apply to block mac (from "
                                      f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")

@@ -215,7 +215,7 @@ def preset_names() -> list[str]:
     return sorted(PRESETS)
 
 
-CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages", "backpressure", "dsp")
+CONFIG_KEYS = ("block", "rows", "cols", "fmt", "subnormals", "stages", "backpressure", "multiplier")
 
 
 def add_config_options(p) -> None:
@@ -223,8 +223,8 @@ def add_config_options(p) -> None:
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="named configuration: " + ", ".join(preset_names()))
     p.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
-                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure, dsp")
-    p.add_argument("--dsp", choices=("generic", "ecp5"), default=None,
+                   help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure, multiplier")
+    p.add_argument("--multiplier", choices=("generic", "ecp5"), default=None,
                    help="the PEs' multiplier: generic (default: a*b, the synthesizer maps it) or ecp5 (an ECP5 "
                         "MULT18X18D whose output register is the product register: int8, or bf16 with 8 or 9 "
                         "stages; faster on ECP5, and the Verilog then needs the ECP5 primitive)")

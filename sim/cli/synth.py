@@ -135,6 +135,8 @@ def _resolve(args) -> tuple:
     from sim import synth
     from sim.blocks import ENGINE_BLOCKS, HBM_BLOCKS, ICI_BLOCKS, POD_BLOCKS
 
+    if args.multiplier is not None and args.block not in (None, "mxu", "pe", "mac"):
+        raise UsageError(f"--multiplier applies to blocks mxu and pe only, not {args.block}")
     if args.block in ICI_BLOCKS:
         if getattr(args, "devices", None) is not None:
             raise UsageError(f"--devices applies to the pod blocks (pod-*) only, not {args.block}")
@@ -159,12 +161,15 @@ def _resolve(args) -> tuple:
     name = args.name or block
     check_module_name(name, reserved=(synth.WRAPPER_TOP,))
     target = synth.TARGETS[args.target]
-    if params.get("dsp") == "ecp5" and target.family != "ecp5":
-        raise UsageError(f"--dsp ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target "
+    if params.get("multiplier") == "ecp5" and args.no_dsp:
+        raise UsageError("--multiplier ecp5 instantiates DSP blocks; --no-dsp builds the multipliers from LUTs: "
+                         "give one of them")
+    if params.get("multiplier") == "ecp5" and target.family != "ecp5":
+        raise UsageError(f"--multiplier ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target "
                          f"({', '.join(t for t, v in synth.TARGETS.items() if v.family == 'ecp5')}); got {args.target}")
     try:
         if block in ("mac", "pe"):
-            for key in ("rows", "cols", "backpressure", *(("dsp",) if block == "mac" else ())):
+            for key in ("rows", "cols", "backpressure", *(("multiplier",) if block == "mac" else ())):
                 if key in params:
                     raise UsageError(f"{key} does not apply to block {block} (from "
                                      f"--{'no-' if key == 'backpressure' else ''}{key}, --preset or --config)")
