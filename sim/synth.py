@@ -357,9 +357,11 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
     else:
         synth = "synth_ecp5" + ("" if dsp else " -nodsp") + ("" if widelut else " -nowidelut")
     synth += f" -top {top}"
-    early = synth + " -noflatten -run begin:map_ffram"  # no LUT mapping yet: hierarchy is safe and fast
     if noflatten:
         synth += " -noflatten"
+    # no LUT mapping yet (fast); flattened as the synthesis will be, so a primitive instance that
+    # flattening leaves unused (a PE's DSP block the strap does not select) is not counted
+    early = synth + " -run begin:map_ffram"
     stem = Path(log).stem
     json_opt = f" -json {netlist}" if netlist else ""
     # A register whose output wire carries ``keep`` (the design asks for it, e.g. the PE's swap bit)
