@@ -45,6 +45,8 @@ PARAMETERS = {
     "stages": ("pipeline stages L of each PE's MAC: its partial-sum latency", "cycles"),
     "backpressure": ("out__ready exists: a low ready stalls the whole array (else the consumer is always ready)",
                      "-"),
+    "multiplier": ("generic: a*b and a fabric product register; ecp5: each product register is an ECP5 "
+                   "MULT18X18D's output register", "-"),
 }
 
 
@@ -182,7 +184,7 @@ def fpga_figures(cfg, target: str, resolve=None) -> dict:
     from hw.mxu import MXUConfig
     from sim.sweep import fingerprint
 
-    keys = ("rows", "cols", "fmt", "subnormals", "stages", "backpressure")
+    keys = ("rows", "cols", "fmt", "subnormals", "stages", "backpressure", "multiplier")
     fp = fingerprint()
     for f in sorted((build_root() / "cache" / "sweep").glob("*.json")):
         rec = json.loads(f.read_text())

@@ -223,6 +223,7 @@ def test_synth_only_mxu_dsp_count(tmp_path):
         "subnormals": "ftz",
         "stages": 1,
         "backpressure": True,
+        "multiplier": "generic",
     }
     assert not (tmp_path / "o" / "nextpnr.log").exists() and (tmp_path / "o" / "synth.json").is_file()
 
