@@ -261,7 +261,8 @@ class MXURow(wiring.Component):
                 swap_out=s_net[c + 1], psum_in=self.psum_in[c], psum_out=self.psum_out[c],
                 w_in=self.w_in[c], w_out=self.w_out[c], commit_in=self.commit_in[c],
                 commit_out=self.commit_out[c],
-                lookahead=self.lookahead if c == 0 else 1, swap_next=self.swap_next if c == 0 else s_net[c - 1],
+                lookahead=self.lookahead if c == 0 else int(self.pe_config.lookahead),
+                swap_next=self.swap_next if c == 0 else s_net[c - 1],
             )
             if self.pe_blackbox:
                 kw = {("o_" if k in outs else "i_") + k: v for k, v in ports.items()}
@@ -392,7 +393,8 @@ class MXU(wiring.Component):
 
         # Control strobes: the swap bit reaches row r after r*L steps, the commit strobe column c
         # after c steps; each is one tapped shift register. Row r > 0 also gets the swap bit one step
-        # early (PE look-ahead); row 0 has no earlier copy, so its first PE chooses without it.
+        # early (PE look-ahead, PEConfig.lookahead); row 0 has no earlier copy, so its first PE
+        # chooses without it.
         swap_taps = _tapped_delay(m, swap, [r * L for r in range(R)] + [r * L - 1 for r in range(1, R)],
                                   "skew_swap")
         commit_taps = _tapped_delay(m, commit, list(range(C)), "commit_top")
@@ -411,7 +413,7 @@ class MXU(wiring.Component):
             ports = dict(
                 en=advance, w_shift=w_shift,
                 a_in=_delay(m, a, r * L, f"skew_a{r}"), swap_in=swap_taps[r],
-                lookahead=int(r > 0), swap_next=swap_taps[R + r - 1] if r else 0,
+                lookahead=int(r > 0 and pe_cfg.lookahead), swap_next=swap_taps[R + r - 1] if r else 0,
                 psum_in=p_net[r], psum_out=p_net[r + 1], w_in=w_net[r], w_out=w_net[r + 1],
                 commit_in=k_net[r], commit_out=k_net[r + 1],
             )

@@ -78,6 +78,15 @@ class PEConfig:
         return MACConfig(self.fmt, self.subnormals, self.stages)
 
     @property
+    def lookahead(self) -> bool:
+        """Whether the array straps its PEs (all but the first) to choose the weight a cycle ahead:
+        int8, where the weight goes straight into the multiplier. A bf16 weight is decoded first (and
+        with 8 or 9 stages registered before the multiplier), so there the look-ahead's register and
+        its 16 two-level multiplexers per PE would buy nothing; the strap is then low everywhere and
+        synthesis removes them."""
+        return self.fmt == "int8"
+
+    @property
     def operand_bits(self) -> int:
         """Width of an activation or weight inside the array: 16 (bf16) or 8 (int8)."""
         return 16 if self.fmt == "bf16" else 8
