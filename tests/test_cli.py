@@ -148,58 +148,19 @@ def test_generate_with_the_ecp5_dsp_primitive(tmp_path):
     assert text.count("MULT18X18D #(") == 3 and text.count('.REG_OUTPUT_CLK("CLK0")') == 3
     assert json.loads((tmp_path / "d" / "mxu.json").read_text())["parameters"]["multiplier"] == "ecp5"
     bad = {
-        (
-            "generate",
-            "--multiplier",
-            "ecp5",
-            "-o",
-            "x",
-        ): "mxu: error: multiplier='ecp5' makes the DSP block's output register the "
+        "generate --multiplier ecp5 -o x": "mxu: error: multiplier='ecp5' makes the DSP block's output register the "
         "product register: it needs int8 with stages >= 1 or bf16 with stages >= 8; got fmt='bf16', stages=2",
-        (
-            "generate",
-            "--block",
-            "mac",
-            "--multiplier",
-            "ecp5",
-            "-o",
-            "x",
-        ): "mxu: error: multiplier does not apply to block mac (from --multiplier, --preset or --config)",
-        (
-            "synth",
-            "--target",
-            "ice40-up5k",
-            "--block",
-            "pe",
-            "--fmt",
-            "int8",
-            "--multiplier",
-            "ecp5",
-            "-o",
-            "x",
-        ): "mxu: "
-        "error: --multiplier ecp5 instantiates the ECP5 DSP primitive: it needs an ECP5 target (ecp5-25k, ecp5-85k); "
-        "got ice40-up5k",
-        (
-            "synth",
-            "--target",
-            "ecp5-85k",
-            "--block",
-            "pe",
-            "--fmt",
-            "int8",
-            "--multiplier",
-            "ecp5",
-            "--no-dsp",
-            "-o",
-            "x",
-        ): "mxu: error: --multiplier ecp5 instantiates DSP blocks; --no-dsp builds the multipliers from LUTs: "
-        "give one of them",
-        ("synth", "--target", "ecp5-85k", "--block", "engine", "--multiplier", "ecp5", "-o", "x"): "mxu: error: "
-        "--multiplier applies to blocks mxu and pe only, not engine",
+        "generate --block mac --multiplier ecp5 -o x": "mxu: error: multiplier does not apply to block mac (from "
+        "--multiplier, --preset or --config)",
+        "synth --target ice40-up5k --block pe --fmt int8 --multiplier ecp5 -o x": "mxu: error: --multiplier ecp5 "
+        "instantiates the ECP5 DSP primitive: it needs an ECP5 target (ecp5-25k, ecp5-85k); got ice40-up5k",
+        "synth --target ecp5-85k --block pe --fmt int8 --multiplier ecp5 --no-dsp -o x": "mxu: error: --multiplier "
+        "ecp5 instantiates DSP blocks; --no-dsp builds the multipliers from LUTs: give one of them",
+        "synth --target ecp5-85k --block engine --multiplier ecp5 -o x": "mxu: error: --multiplier applies to blocks "
+        "mxu and pe only, not engine",
     }
     for args, line in bad.items():
-        r = run(list(args), tmp_path)
+        r = run(args.split(), tmp_path)
         assert (r.returncode, r.stderr.strip()) == (2, line), args
         assert not (tmp_path / "x").exists()
 
