@@ -62,17 +62,24 @@ def _mac(options: dict, seed: int) -> Target:
 def _pe(options: dict, seed: int) -> Target:
     """One PE (default bf16, FTZ, 2 stages): ``tests/test_pe_cocotb.py::test_pe``'s bench, every MAC
     corner vector with its weight streamed through the weight registers, then 20,000 random MACs
-    under random strobes and random cycles with ``en`` low, every output checked every cycle."""
+    under random strobes and random cycles with ``en`` low, every output checked every cycle; both
+    with the strap ``lookahead`` low and high (the weight chosen in its cycle, or a cycle ahead)."""
     from hw.pe import PE, PEConfig
 
     cfg = PEConfig(**{"fmt": "bf16", "subnormals": "ftz", "stages": 2, **options})
     base = {"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages, "seed": seed}
-    runs = (
-        TestRun("corner_cases", "verif.tb.pe_tb", {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 0})},
-                testcase="corner_cases"),
-        TestRun("random_macs", "verif.tb.pe_tb",
-                {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 20000, "corners": False})},
-                testcase="random_macs"),
+    runs = tuple(
+        run
+        for ahead in (False, True)
+        for run in (
+            TestRun("corner_cases" + ("_lookahead" if ahead else ""), "verif.tb.pe_tb",
+                    {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 0, "lookahead": ahead})},
+                    testcase="corner_cases"),
+            TestRun("random_macs" + ("_lookahead" if ahead else ""), "verif.tb.pe_tb",
+                    {"MXU_TB_CONFIG": json.dumps({**base, "random_total": 20000, "corners": False,
+                                                  "lookahead": ahead})},
+                    testcase="random_macs"),
+        )
     )
     return Target("pe", "pe", _rtlil(lambda: PE(cfg), "pe"), runs,
                   config={"fmt": cfg.fmt, "subnormals": cfg.subnormals, "stages": cfg.stages})
