@@ -229,6 +229,18 @@ def test_synth_only_mxu_dsp_count(tmp_path):
 
 
 @pytest.mark.flow
+def test_ecp5_multiplier_keeps_one_dsp_per_pe_and_two_in_the_first(tmp_path):
+    """--multiplier ecp5 on the 8x8 int8 MXU: the shared PE module instantiates three MULT18X18D (the
+    look-ahead product and the first PE's two), the strap leaves one per PE and two in the first: 65.
+    The failing input: the fit check counted the hierarchy's 192 and refused the design (the part
+    has 156)."""
+    args = "synth --target ecp5-85k --rows 8 --cols 8 --fmt int8 --multiplier ecp5 --no-backpressure"
+    r = run([*args.split(), "--synth-only", "--json", "-o", "o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cells"]["block"]["dsp"] == 65
+
+
+@pytest.mark.flow
 def test_does_not_fit_up5k(tmp_path):
     """An int8 3x3 MXU needs 9 SB_MAC16; the UP5K has 8: exit 2 after the short first Yosys run, no output."""
     r = run(["synth", "--target", "ice40-up5k", "--rows", "3", "--cols", "3", "--fmt", "int8", "-o", "big"], tmp_path)
