@@ -600,7 +600,7 @@ def run_cocotb(
             raise FileNotFoundError(f"Verilog source not found: {path}")
         if path.suffix not in (".v", ".sv"):
             raise ValueError(f"source {path} is not a Verilog file (.v or .sv)")
-    # vendor primitives the generated Verilog instantiates (an MXU with dsp="ecp5") get their
+    # vendor primitives the generated Verilog instantiates (an MXU with multiplier="ecp5") get their
     # simulation models (verif.models), after the design
     from verif.models import models_for
 

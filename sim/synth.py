@@ -359,10 +359,10 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
     synth += f" -top {top}"
     if noflatten:
         synth += " -noflatten"
-    # no LUT mapping yet (fast). On the hierarchy (a 16x16 bf16 MXU: 6 s, 91 s flattened), except a
-    # design that instantiates vendor primitives: there the hierarchy's count has every instance of
-    # every module, and flattening removes those a strap leaves unused (a PE's DSP blocks with
-    # --multiplier ecp5: 3 per PE module, R*C + 1 kept)
+    # no LUT mapping yet (fast). On the hierarchy (flattening a large array takes many times
+    # longer), except a design that instantiates vendor primitives: there the hierarchy's count has
+    # every instance of every module, and flattening removes those a strap leaves unused (a PE's DSP
+    # blocks with --multiplier ecp5: 3 per PE module, R*C + 1 kept)
     from verif.models import models_for
 
     primitives = any(models_for(work / src) for src in sources if str(src).endswith(".v"))

@@ -176,6 +176,13 @@ def test_cycles_against_scalesim():
         ({"stages": 0}, "stages must be an integer from 1 to 9; got 0", ValueError),
         ({"stages": 10}, "stages must be an integer from 1 to 9; got 10", ValueError),
         ({"backpressure": 1}, "backpressure must be True or False; got 1", TypeError),
+        ({"multiplier": "dsp48"}, "multiplier must be one of generic, ecp5; got 'dsp48'", ValueError),
+        (
+            {"multiplier": "ecp5", "stages": 7},
+            "multiplier='ecp5' makes the DSP block's output register the product register: it needs int8 with "
+            "stages >= 1 or bf16 with stages >= 8; got fmt='bf16', stages=7",
+            ValueError,
+        ),
     ],
 )
 def test_config_errors(kwargs, message, error):
@@ -188,6 +195,22 @@ def test_config_errors(kwargs, message, error):
 def test_pe_config_errors():
     with pytest.raises(ValueError, match="fmt must be one of bf16, int8 inside a PE"):
         PEConfig("fp8_e4m3fn")
+
+
+def test_the_weight_choice_after_the_products_is_refused_where_it_does_not_apply():
+    """``b_choice`` (two registered products, chosen after their registers) exists for int8 in ECP5
+    DSP blocks only; with the generic multiplier it would be ignored, so it is refused."""
+    from amaranth import Module, Signal
+
+    from hw.arith.mac import MACConfig, mac_datapath
+
+    m = Module()
+    a, b, c = Signal(8), Signal(8), Signal(32)
+    choice = (Signal(), Signal(), Signal(8), Signal(8))
+    with pytest.raises(ValueError) as e:
+        mac_datapath(m, MACConfig("int8", "ftz", 2), a, b, c, None, b_choice=choice)
+    assert str(e.value) == "b_choice is for int8 with multiplier='ecp5'; got int8 with 'generic'"
+    mac_datapath(m, MACConfig("int8", "ftz", 2), a, b, c, None, multiplier="ecp5", b_choice=choice)
 
 
 def test_preset_names_match_their_configs():

@@ -4,16 +4,17 @@ output register.
 ``"generic"``: the product is ``a * b`` and the register after it an ordinary flip-flop; the
 synthesizer maps the multiply (Yosys: one ``MULT18X18D`` on ECP5, one ``SB_MAC16`` on iCE40 UP5K)
 and leaves the register in the fabric. On ECP5 the route from the DSP column to that flip-flop is
-then part of the multiplier's stage: a chain of 16 PEs with registered operands places at about 145
-MHz (speed grade 8).
+then part of the multiplier's stage: it bounds the 8x8 int8 MXU (``mxu-8x8-int8-generic`` in
+``bench/fmax.py``).
 
 ``"ecp5"``: one ``MULT18X18D`` instance per product whose output register (``REG_OUTPUT_CLK =
-"CLK0"``) is the product register, so the stage ends inside the DSP block (the same chain: about 190
-MHz). Lattice TN1267 (ECP5 and ECP5-5G sysDSP Usage Guide): with ``REG_OUTPUT`` on ``CLK0`` the
-product ``P`` (36 bits, ``SIGNEDA``/``SIGNEDB`` per operand) is registered on ``CLK0`` while ``CE0``
-is high; ``RST0`` (tied low here: the MAC's data registers carry no reset) would clear it. The
-Verilog then needs the primitive: Yosys and nextpnr-ecp5 know it; for simulation
-``verif/models/MULT18X18D.v`` models the subset used here.
+"CLK0"``) is the product register, so the stage ends inside the DSP block (``mxu-8x8-int8``: the
+array's own paths are then shorter than the out-of-context wrapper's). Lattice TN1267 (ECP5 and
+ECP5-5G sysDSP Usage Guide): with ``REG_OUTPUT`` on ``CLK0`` the product ``P`` (36 bits,
+``SIGNEDA``/``SIGNEDB`` per operand) is registered on ``CLK0`` while ``CE0`` is high; ``RST0`` (tied
+low here: the MAC's data registers carry no reset) would clear it. The Verilog then needs the
+primitive: Yosys and nextpnr-ecp5 know it; for simulation ``verif/models/MULT18X18D.v`` models the
+subset used here.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def registered_product(m: Module, a, b, *, signed: bool, ce, name: str) -> Value
         signed: both operands signed (``SIGNEDA`` = ``SIGNEDB`` = 1) or both unsigned.
         ce: the clock enable (1 bit): the register takes the product only while it is high, as
             every other register of an ``EnableInserter``-wrapped module does.
-        name: the instance's name (the product signal is ``<name>_p``).
+        name: the instance's name (its 36-bit output is ``<name>_p``, the product returned ``<name>_q``).
 
     Returns:
         The registered product, ``len(a) + len(b)`` bits (signed when ``signed``), one clock-enabled

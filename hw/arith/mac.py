@@ -140,9 +140,11 @@ def mac_datapath(m: Module, cfg: MACConfig, a, b, c, valid, *, multiplier: str =
     ``b_choice``: int8 with "ecp5" only, see :func:`~hw.arith.int8_mac.int8_accumulate`.
 
     Raises:
-        ValueError: see :func:`check_multiplier`.
+        ValueError: see :func:`check_multiplier`; ``b_choice`` given where it does not apply.
     """
     check_multiplier(multiplier, "int8" if not cfg.is_float else "bf16", cfg.stages)
+    if b_choice is not None and (multiplier != "ecp5" or cfg.is_float):
+        raise ValueError(f"b_choice is for int8 with multiplier='ecp5'; got {cfg.fmt} with {multiplier!r}")
     ce = 1 if ce is None else ce
     cuts = Cuts(m, cfg.cuts)
     if not cfg.is_float:

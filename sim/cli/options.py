@@ -224,7 +224,9 @@ def add_config_options(p) -> None:
                    help="named configuration: " + ", ".join(preset_names()))
     p.add_argument("--config", type=Path, default=None, metavar="FILE.toml",
                    help="TOML file with keys block, rows, cols, fmt, subnormals, stages, backpressure, multiplier")
-    p.add_argument("--multiplier", choices=("generic", "ecp5"), default=None,
+    from hw.arith.dsp import MULTIPLIERS
+
+    p.add_argument("--multiplier", choices=MULTIPLIERS, default=None,
                    help="the PEs' multiplier: generic (default: a*b, the synthesizer maps it) or ecp5 (an ECP5 "
                         "MULT18X18D whose output register is the product register: int8, or bf16 with 8 or 9 "
                         "stages; faster on ECP5, and the Verilog then needs the ECP5 primitive)")

@@ -1,6 +1,6 @@
 """Simulation models of vendor primitives the generated Verilog may instantiate.
 
-:data:`MULT18X18D` is the ECP5 sysDSP multiplier (``hw.arith.dsp``, ``dsp="ecp5"``), modelled for
+:data:`MULT18X18D` is the ECP5 sysDSP multiplier (``hw.arith.dsp``, ``multiplier="ecp5"``), modelled for
 the subset the PEs use. :func:`models_for` lists the models a Verilog text needs, for a simulator's
 source list; synthesis uses the vendor's own definitions instead.
 """
