@@ -25,12 +25,12 @@ class Feeder(EnginePart):
     for its old group until the collector writes that group's last output beat, which can be after the
     feeder has finished the next, short group in the other bank) and, for kb >= 1, the output it
     continues has been written back (``wcount``). Two stages: the position with the accumulator read
-    (address registered in the memory), then the beat. The A bank is read a cycle ahead: its address is
-    the position the next cycle will hold, so the chunk is at the memory's output while its position is
-    decided and is taken into a register with the position (the A operands reach the MXU's first
-    multipliers from flip-flops, not through the block RAM's clock-to-out). The A loader's ``full`` /
-    ``progress`` are seen a cycle late for it, so a chunk stored at a clock edge is not read at that
-    same edge.
+    (address registered in the memory), then the beat. The A bank is read a cycle ahead, so the chunk
+    is at the memory's output (or in a holding register) while its position is decided and is taken
+    into a register with the position (the A operands reach the MXU's first multipliers from
+    flip-flops, not through the block RAM's clock-to-out); the read address comes from registers only,
+    not from the issue decision (see ``_a_read``). The A loader's ``full`` / ``progress`` are seen a
+    cycle late for it, so a chunk stored at a clock edge is not read at that same edge.
 
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
@@ -119,8 +119,8 @@ class Feeder(EnginePart):
         m.d.comb += [self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
         group_end = (f_i + 1 == fd.mb) & (f_g + 1 == fd.gc) & (f_kb + 1 == d.kb)
         fire = load & ok
-        # the A position (word, k-block, bank) the next cycle holds, the A bank's read address: the
-        # words it can move to are computed from registers beside `ok`, which only selects one
+        # the A position (word, k-block, bank) the next cycle holds and whether its chunk is stored:
+        # the positions it can move to are computed from registers beside `ok`, which only selects one
         n_word = Signal.like(f_word)
         n_kb = Signal.like(f_kb)
         n_abank = Signal()
@@ -135,14 +135,15 @@ class Feeder(EnginePart):
         with m.If(self.go):
             # (the loader's banks are cleared at go: nothing is stored yet)
             m.d.comb += [n_word.eq(0), n_kb.eq(0), n_abank.eq(0), n_aok.eq(0)]
-        m.d.comb += [self.a_rd_addr.eq(Cat(n_word[:lg(g.ABUF_DEPTH)], n_abank)), self.a_rd_en.eq(1)]
         word_row = Signal.like(f_word)          # the next row, same k-block
         word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
         word_kb1 = Signal.like(f_word)          # row 0, next k-block
         m.d.comb += [word_row.eq(f_word + d.wpr), word_kb.eq(f_kb >> lgCPW), word_kb1.eq((f_kb + 1) >> lgCPW)]
+        self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, f_i + 1 != fd.mb, f_g + 1 != fd.gc,
+                     f_kb + 1 != d.kb, fd.last_group, a_ok, fire)
         with m.If(fire):
             m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq((f_kb == 0) & ~d.load_c), s1_cbank.eq(f_cbank),
-                         s1_a.eq(self._a_chunk(f_kb, Mux(f_rem < R, f_rem, R)))]
+                         s1_a.eq(self._a_pad(self._a_cur, Mux(f_rem < R, f_rem, R)))]
             with m.If(f_kb != 0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(f_i + 1 != fd.mb):
@@ -177,18 +178,55 @@ class Feeder(EnginePart):
         m.d.comb += [self.act.valid.eq(s1_valid), self.act.payload.eq(Cat(s1_a, c_vec, s1_swap))]
         return m
 
-    def _a_chunk(self, kb, lim):
-        """The R operands of k-block ``kb`` from the A bank's read data (chunk ``kb mod CPW`` of the
-        word), the ones at or past ``lim`` (k >= K) replaced by -0 (floats) or 0 (int8)."""
-        g = self.geom
+    def _a_read(self, m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, more_rows, more_groups, more_kb,
+                last_group, a_ok, fire):
+        """Drive the A bank's read address from registers only and set ``self._a_cur``, the R * w bit
+        chunk of the position being decided.
+
+        The issue decision (``fire``) is the end of the engine's longest paths (the cursor, the
+        accumulator state, the write-back count), so it does not reach the block RAM's address: once the
+        position's chunk is at the memory's output (``a_ok``, a register), the address is the position
+        the next fire moves to and the chunk is kept in ``held`` until that fire; before, the address
+        is the position itself, read again every cycle until the A loader has stored it. The chunk is
+        the same in every cycle as with the address chosen by ``fire``: no cycle count changes.
+        """
+        g, go = self.geom, self.go
         R, w, CPW = g.R, g.w, g.CPW
+        # the position the next fire moves to (the same choice as the fire branch, without `fire`)
+        succ_word = Signal.like(f_word)
+        succ_bank = Signal()
+        with m.If(more_rows):
+            m.d.comb += [succ_word.eq(word_row), succ_bank.eq(f_abank)]
+        with m.Elif(more_groups):
+            m.d.comb += [succ_word.eq(word_kb), succ_bank.eq(f_abank)]
+        with m.Elif(more_kb):
+            m.d.comb += [succ_word.eq(word_kb1), succ_bank.eq(f_abank)]
+        with m.Else():
+            m.d.comb += [succ_word.eq(0), succ_bank.eq(f_abank ^ last_group)]
+        ahead = Signal()                        # the address of this cycle is the successor's
+        m.d.comb += ahead.eq(a_ok & ~go)
+        rd_word = Mux(ahead, succ_word, f_word)
+        rd_bank = Mux(ahead, succ_bank, f_abank)
+        m.d.comb += [self.a_rd_addr.eq(Cat(rd_word[:lg(g.ABUF_DEPTH)], rd_bank)), self.a_rd_en.eq(1)]
+        # the memory's output is this position's chunk unless last cycle read ahead without a fire
+        use_held = Signal()
+        m.d.sync += use_held.eq(ahead & ~fire)
         a_raw = self.a_rd_data
         if CPW > 1:
-            part = kb[:lg(CPW)]
-            a_chunk = Const(0, R * w)
+            a_mem = Const(0, R * w)
             for p_ in range(CPW):
-                a_chunk = Mux(part == p_, a_raw[p_ * R * w:(p_ + 1) * R * w], a_chunk)
+                a_mem = Mux(f_kb[:lg(CPW)] == p_, a_raw[p_ * R * w:(p_ + 1) * R * w], a_mem)
         else:
-            a_chunk = a_raw[:R * w]
+            a_mem = a_raw[:R * w]
+        held = Signal(R * w)
+        self._a_cur = Signal(R * w)
+        m.d.comb += self._a_cur.eq(Mux(use_held, held, a_mem))
+        m.d.sync += held.eq(self._a_cur)
+
+    def _a_pad(self, a_chunk, lim):
+        """The R operands of ``a_chunk``, the ones at or past ``lim`` (k >= K) replaced by -0 (floats)
+        or 0 (int8)."""
+        g = self.geom
+        R, w = g.R, g.w
         a_pad = 0 if g.is_int8 else (1 << (w - 1))   # -0
         return Cat(*(Mux(r < lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
