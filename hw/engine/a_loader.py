@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -92,9 +92,16 @@ class ALoader(EnginePart):
         # (the engine's and the board's critical path ran desc.rb -> min -> splitter -> AR -> memory)
         ai_q, _ = pass_beats(ai_pb)
         ai_beats = Signal(D)
+        # a row's beats after the current pass, rb - ai_pb - q (negative in a short last pass): another
+        # pass follows while it is above 0, and that pass takes min(q, ai_left) beats. A register, so
+        # the pass step reads no adder and compare of ai_pb against the descriptor
+        ai_left = Signal(signed(D + 2))
+        ai_more = Signal()
+        m.d.comb += ai_more.eq(~ai_left[-1] & ai_left.any())
         with m.If(self.go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0),
-                         ai_req.eq(d.a_base), ai_preq.eq(d.a_base), ai_beats.eq(pass_beats(0)[1])]
+                         ai_req.eq(d.a_base), ai_preq.eq(d.a_base), ai_beats.eq(pass_beats(0)[1]),
+                         ai_left.eq(d.rb - ai_q)]
         ai_can = self.run & ai.ok & ~ai.fin & ((ai_i != 0) | (ai_pb != 0) | ~busy.bit_select(ai_bank, 1))
         m.d.comb += [sp.cmd.valid.eq(ai_can), sp.cmd.payload.addr.eq(ai_req),
                      sp.cmd.payload.beats.eq(ai_beats)]
@@ -103,14 +110,16 @@ class ALoader(EnginePart):
         with m.If(sp.cmd.valid & sp.cmd.ready):
             with m.If(ai_i + 1 != ai.mb):
                 m.d.sync += [ai_i.eq(ai_i + 1), ai_addr.eq(ai_addr + d.a_stride), ai_req.eq(ai_req + d.a_stride)]
-            with m.Elif(ai_pb + ai_q < d.rb):
+            with m.Elif(ai_more):
                 pass_addr = ai_preq + (ai_q << lg(BEAT_BYTES))
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr), ai_req.eq(pass_addr),
-                             ai_preq.eq(pass_addr), ai_beats.eq(pass_beats(ai_pb + ai_q)[1])]
+                             ai_preq.eq(pass_addr), ai_beats.eq(mux_min(ai_q, ai_left[:D + 1])),
+                             ai_left.eq(ai_left - ai_q)]
             with m.Else():
                 nxt = ai_addr + d.a_stride
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(nxt), ai_baddr.eq(nxt),
-                             ai_req.eq(nxt), ai_preq.eq(nxt), ai_beats.eq(pass_beats(0)[1])]
+                             ai_req.eq(nxt), ai_preq.eq(nxt), ai_beats.eq(pass_beats(0)[1]),
+                             ai_left.eq(d.rb - ai_q)]
                 m.d.comb += ai.next_mblock.eq(1)
 
         # ---- store side: beats -> A bank (same pass order)
