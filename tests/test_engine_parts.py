@@ -5,8 +5,9 @@ The whole engine is tested against a Python AXI4 memory in ``test_engine.py`` an
 controller in ``test_gemm_top.py``; here the parts are driven with the descriptor unit and the
 m-block sequencer in front of them (the registers a host writes), so a bug is found where it sits:
 the sequencer's blocks and groups against :func:`verif.cycles.engine_blocking`, the A loader's bursts
-and the words it stores, the write-back's bursts, byte enables and bf16 rounding, each under random
-back-pressure on its streams.
+and the words it stores, the feeder's activation beats (behind a real A loader) and its wait for the
+write-back, the write-back's bursts, byte enables and bf16 rounding, each under random back-pressure
+on its streams.
 """
 
 from __future__ import annotations
@@ -523,3 +524,167 @@ def test_every_part_has_plain_verilog_port_names():
         text = verilog.convert(engine_block(name, cfg)(), name=module)
         header = text[text.index(f"module {module}(") :].split(";")[0]
         assert "\\" not in header, f"{name}: escaped port names in {header}"
+
+
+class _FeederFront(_Front):
+    """The A loader and the feeder wired as in the engine, with the descriptor unit and the sequencer
+    in front of them."""
+
+    def __init__(self, cfg):
+        self.al, self.fd = ALoader(cfg), Feeder(cfg)
+        super().__init__(cfg, [self.al, self.fd], [self.al.seq_read, self.al.seq_store, self.fd.seq])
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        al, fd = self.al, self.fd
+        m.d.comb += [
+            fd.a_full.eq(al.full),
+            fd.a_store_bank.eq(al.store_bank),
+            fd.a_progress.eq(al.progress),
+            al.rd_addr.eq(fd.a_rd_addr),
+            al.rd_en.eq(fd.a_rd_en),
+            fd.a_rd_data.eq(al.rd_data),
+            al.free.eq(fd.free),
+            al.free_bank.eq(fd.free_bank),
+        ]
+        return m
+
+
+def _feeder_beats(cfg, blocking, a, k):
+    """The feeder's beats, in order: (a chunk, bank and entry of the partial sums or None for +0, swap)
+    for each m-block, group, k-block, n-block of the group and row (``a``: M x K operand bit patterns)."""
+    R, w = cfg.mxu.rows, 8 * cfg.operand_bytes
+    pad = 0 if cfg.mxu.fmt == "int8" else 1 << (w - 1)  # -0
+    kb_count = -(-k // R)
+    nbs = -(-blocking["n"] // cfg.mxu.cols)
+    beats, m0, group = [], 0, 0
+    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
+        for nb0 in range(0, nbs, gb):
+            gc = min(gb, nbs - nb0)
+            for kb in range(kb_count):
+                for g in range(gc):
+                    for i in range(mb):
+                        ks = range(kb * R, kb * R + R)
+                        chunk = sum((int(a[m0 + i, kk]) if kk < k else pad) << (r * w) for r, kk in enumerate(ks))
+                        beats.append((chunk, None if kb == 0 else (group % 2, g * mb + i), i == 0))
+            group += 1
+        m0 += mb
+    return beats
+
+
+def _acc_word(cfg, bank, entry):
+    """The accumulator entry the bench returns for (bank, entry): lane c holds a value naming all three."""
+    return sum(((bank << 24) | (entry << 8) | c) << (32 * c) for c in range(cfg.mxu.cols))
+
+
+# (rows, cols, fmt, M, K, N): a chunk per word (bf16 4 rows), four chunks per word (int8 8 rows),
+# K padded in the last k-block, short m-blocks whose K chain makes the feeder wait for the write-back
+FEEDER_CASES = [(4, 4, "bf16", 37, 22, 9), (8, 8, "int8", 20, 70, 17), (2, 2, "bf16", 5, 7, 13)]
+
+
+@pytest.mark.parametrize("rows,cols,fmt,m,k,n", FEEDER_CASES, ids=[f"{c[0]}x{c[1]}-{c[2]}" for c in FEEDER_CASES])
+def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
+    """The feeder offers every activation beat in the engine's order with the right chunk of A (-0 or 0
+    past K), the partial sums it continues (+0 in k-block 0 without C0, else the entry it read from its
+    bank) and swap on a tile's first row, with the A loader's banks filled at random speed, random
+    gaps in its MXU ready, groups started late and a write-back count that lags the beats by 12
+    cycles: a beat in k-block >= 1 is never offered before the output it continues is written."""
+    print(f"seed {seed}")
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
+    )
+    regs = _descriptor(cfg, m, k, n)
+    blocking = {**engine_blocking(m, k, n, cfg), "n": n}
+    dut = _FeederFront(cfg)
+    al, fd = dut.al, dut.fd
+    rng = random.Random(seed)
+    ob = cfg.operand_bytes
+    mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
+    a = np.array(
+        [
+            [
+                int.from_bytes(mem[regs["A_BASE"] + i * regs["A_STRIDE"] + kk * ob :][:ob].tobytes(), "little")
+                for kk in range(k)
+            ]
+            for i in range(m)
+        ]
+    )
+    want = _feeder_beats(cfg, blocking, a, k)
+    nbs = -(-n // cols)  # n-blocks
+    groups = sum(-(-nbs // gb) for gb in blocking["block_g"])
+    bounds = []  # the index after each group's last beat
+    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
+        for nb0 in range(0, nbs, gb):
+            bounds.append((bounds[-1] if bounds else 0) + -(-k // rows) * min(gb, nbs - nb0) * mb)
+    w = rows * 8 * ob
+    lag = 12
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, regs)
+        pending, got = [], []
+        started, done, group_beats = 0, 0, [0] * groups  # groups the C0 side started, groups fed
+        # write-back count per bank (of the group the bank holds), (cycle, group) of the writes to come
+        wcount, w_group, writes = [0, 0], [None, None], []
+        acc_next = None
+        w_seen, offered = [], False  # the write-back counts the feeder saw each cycle; a beat is on offer
+        for cycle in range(200000):
+            if len(got) == len(want):
+                break
+            while writes and writes[0][0] <= cycle:
+                wg = writes.pop(0)[1]
+                if w_group[wg % 2] == wg:
+                    wcount[wg % 2] += 1
+            start = ctx.get(dut.du.run) and started < groups and started < done + 2 and rng.random() < 0.3
+            if start:
+                wcount[started % 2], w_group[started % 2] = 0, started
+            ctx.set(fd.c0_start, start)
+            ctx.set(fd.acc_state, [AccState.READY, AccState.READY])
+            ctx.set(fd.wcount, wcount)
+            w_seen.append(list(wcount))
+            if acc_next is not None:
+                ctx.set(fd.acc_rd_data, acc_next)
+            ctx.set(fd.act.ready, rng.random() < 0.7)
+            ctx.set(al.ar.ready, rng.random() < 0.7)
+            r_ok = bool(pending) and rng.random() < 0.6
+            ctx.set(al.r.valid, r_ok)
+            if r_ok:
+                ctx.set(al.r.payload.data, int.from_bytes(mem[pending[0] : pending[0] + 32].tobytes(), "little"))
+            if ctx.get(al.ar.valid) and ctx.get(al.ar.ready):
+                addr, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
+                pending.extend(addr + 32 * i for i in range(ln + 1))
+            acc_next = None
+            if ctx.get(fd.acc_rd_en):
+                addr = ctx.get(fd.acc_rd_addr)
+                acc_next = [_acc_word(cfg, 0, addr), _acc_word(cfg, 1, addr)]
+            valid = ctx.get(fd.act.valid)
+            idx = len(got)
+            if valid and not offered and want[idx][1] is not None:
+                # a beat first offered now was issued in the previous cycle: the output it continues
+                # (one write per beat of the group, in order) was written by then
+                g = next(x for x, b in enumerate(bounds) if idx < b)
+                g0 = bounds[g - 1] if g else 0
+                first_kb1 = g0 + (bounds[g] - g0) // -(-k // rows)
+                assert w_seen[-2][want[idx][1][0]] > idx - first_kb1, f"beat {idx} issued ahead of the write-back"
+            offered = valid and not ctx.get(fd.act.ready)
+            if valid and ctx.get(fd.act.ready):
+                beat = ctx.get(fd.act.payload)
+                chunk, c, swap = want[idx]
+                g = next(x for x, b in enumerate(bounds) if idx < b)
+                c_want = 0 if c is None else _acc_word(cfg, *c)
+                assert (beat & ((1 << w) - 1), beat >> w & ((1 << 32 * cols) - 1), beat >> (w + 32 * cols)) == (
+                    chunk,
+                    c_want,
+                    swap,
+                ), f"beat {idx} (group {g})"
+                got.append(beat)
+                group_beats[g] += 1
+                writes.append((cycle + lag, g))
+                if group_beats[g] == bounds[g] - (bounds[g - 1] if g else 0):
+                    done += 1
+            started += start
+            await ctx.tick()
+            if r_ok:
+                pending.pop(0)
+        assert len(got) == len(want), f"{len(got)} of {len(want)} beats in 200,000 cycles"
+
+    _run(dut, bench)
