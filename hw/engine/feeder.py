@@ -81,8 +81,7 @@ class Feeder(EnginePart):
         f_cbank = Signal()
         with m.If(self.go):
             m.d.sync += [f_rem.eq(d.k), f_g.eq(0), f_i.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(0)]
-        f_state = self.acc_state[f_cbank]
-        f_w = self.wcount[f_cbank]
+        f_kb0 = Signal(init=1)                      # f_kb == 0, a register beside f_kb
 
         # A ready: the bank is full, or (read in passes) every row's beats up to the ones holding
         # k-block kb have been stored. Registered for the position the next cycle holds, from the
@@ -97,13 +96,18 @@ class Feeder(EnginePart):
         m.d.sync += a_ok.eq(n_aok)
         # accumulator ready: loaded, or (k-block 0 of a group loading its C0, rows in order) the
         # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
-        acc_ok = ((f_state == AccState.READY)
-                  | ((f_kb == 0) & (f_state == AccState.LOADING) & (self.c0_bank == f_cbank) & (self.c0_row > f_i)))
+        # (each bank's flags from its own registers, the feeder's bank choosing at the end: the bank's
+        # state and write-back count are not multiplexed in front of the compares)
+        acc_ok_b = [(self.acc_state[b] == AccState.READY)
+                    | (f_kb0 & (self.acc_state[b] == AccState.LOADING) & (self.c0_bank == b) & (self.c0_row > f_i))
+                    for b in range(2)]
         # groups the C0 loader has started and the feeder not finished (0, 1 or 2: two banks)
         f_started = Signal(2)
-        acc_ok = acc_ok & (f_started != 0)
+        acc_ok = Mux(f_cbank, acc_ok_b[1], acc_ok_b[0]) & (f_started != 0)
+        # k-block >= 1 continues an output: it must have been written back (K-chain dependency)
+        dep_ok = f_kb0 | Mux(f_cbank, self.wcount[1] > f_q1, self.wcount[0] > f_q1)
         ok = Signal()
-        m.d.comb += ok.eq(self.run & fd.ok & ~fd.fin & a_ok & acc_ok & ((f_kb == 0) | (f_w > f_q1)))
+        m.d.comb += ok.eq(self.run & fd.ok & ~fd.fin & a_ok & acc_ok & dep_ok)
 
         # stage 1: the beat being offered
         s1_valid = Signal()
@@ -135,6 +139,7 @@ class Feeder(EnginePart):
         with m.If(self.go):
             # (the loader's banks are cleared at go: nothing is stored yet)
             m.d.comb += [n_word.eq(0), n_kb.eq(0), n_abank.eq(0), n_aok.eq(0)]
+            m.d.sync += f_kb0.eq(1)
         word_row = Signal.like(f_word)          # the next row, same k-block
         word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
         word_kb1 = Signal.like(f_word)          # row 0, next k-block
@@ -142,9 +147,9 @@ class Feeder(EnginePart):
         self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, f_i + 1 != fd.mb, f_g + 1 != fd.gc,
                      f_kb + 1 != d.kb, fd.last_group, a_ok, fire)
         with m.If(fire):
-            m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq((f_kb == 0) & ~d.load_c), s1_cbank.eq(f_cbank),
+            m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
                          s1_a.eq(self._a_pad(self._a_cur, Mux(f_rem < R, f_rem, R)))]
-            with m.If(f_kb != 0):
+            with m.If(~f_kb0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(f_i + 1 != fd.mb):
                 m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1)]
@@ -157,9 +162,11 @@ class Feeder(EnginePart):
                 with m.Elif(f_kb + 1 != d.kb):
                     m.d.sync += [f_g.eq(0), f_rem.eq(f_rem - R), f_caddr.eq(0)]
                     m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1), n_aok.eq(aok_kb1)]
+                    m.d.sync += f_kb0.eq(0)
                 with m.Else():
                     m.d.sync += [f_g.eq(0), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
                     m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(aok_zero)]
+                    m.d.sync += f_kb0.eq(1)
                     with m.If(fd.last_group):
                         m.d.comb += [n_abank.eq(~f_abank), n_aok.eq(aok_other)]
         m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]
