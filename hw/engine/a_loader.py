@@ -132,9 +132,16 @@ class ALoader(EnginePart):
         fill = Signal()
         prog = Signal(D)                       # beats of every row of bank ac_bank already stored
         m.d.comb += [self.store_bank.eq(ac_bank), self.progress.eq(prog)]
-        ac_q, ac_beats = pass_beats(ac_pb)
+        ac_q, _ = pass_beats(ac_pb)
+        # as on the read side: the row's beats in this pass (less one, so the row's end is an equality)
+        # and the beats after it are registers
+        ac_last = Signal(D)
+        ac_left = Signal(signed(D + 2))
+        ac_more = Signal()
+        m.d.comb += ac_more.eq(~ac_left[-1] & ac_left.any())
+        first_pass = [ac_last.eq(pass_beats(0)[1] - 1), ac_left.eq(d.rb - ac_q)]
         with m.If(self.go):
-            m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_pb.eq(0), ac_bank.eq(0), ac_row.eq(0), prog.eq(0)]
+            m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_pb.eq(0), ac_bank.eq(0), ac_row.eq(0), prog.eq(0), *first_pass]
         m.d.comb += self.r.ready.eq(1)
         beat = self.r.valid
         ac_bi = ac_pb + ac_j                   # beat index in the row
@@ -143,18 +150,20 @@ class ALoader(EnginePart):
             sub_hit = (ac_bi[:lgNSUB] == s_) if NSUB > 1 else Const(1)
             m.d.comb += [wp.addr.eq(Cat(word[:lg(g.ABUF_DEPTH)], ac_bank)), wp.data.eq(self.r.payload.data),
                          wp.en.eq(beat & sub_hit)]
-        row_end = ac_j + 1 == ac_beats
+        row_end = ac_j == ac_last
         pass_end = row_end & (ac_i + 1 == ac.mb)
-        m.d.comb += fill.eq(beat & pass_end & (ac_pb + ac_q >= d.rb))
+        m.d.comb += fill.eq(beat & pass_end & ~ac_more)
         with m.If(beat):
             with m.If(~row_end):
                 m.d.sync += ac_j.eq(ac_j + 1)
             with m.Elif(~pass_end):
                 m.d.sync += [ac_j.eq(0), ac_i.eq(ac_i + 1), ac_row.eq(ac_row + d.wpr)]
-            with m.Elif(ac_pb + ac_q < d.rb):
-                m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(ac_pb + ac_q), prog.eq(ac_pb + ac_q)]
+            with m.Elif(ac_more):
+                m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(ac_pb + ac_q), prog.eq(ac_pb + ac_q),
+                             ac_last.eq(mux_min(ac_q, ac_left[:D + 1]) - 1), ac_left.eq(ac_left - ac_q)]
             with m.Else():
-                m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(0), prog.eq(0), ac_bank.eq(~ac_bank)]
+                m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(0), prog.eq(0), ac_bank.eq(~ac_bank),
+                             *first_pass]
                 m.d.comb += ac.next_mblock.eq(1)
 
         # ---- bank hand-shake
