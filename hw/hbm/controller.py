@@ -148,7 +148,7 @@ class PseudoChannelController(wiring.Component):
 
         row_cmd = Mux(pins.ref, RowCmd.REF, Mux(pins.prea, RowCmd.PREA,
                   Mux(pins.act, RowCmd.ACT, Mux(pins.pre, RowCmd.PRE, RowCmd.NOP))))
-        row_bank = Mux(pins.act, pins.act_bank, Mux(pins.pre, pins.pre_bank, 0))
+        row_bank = Mux(pins.act, pins.act_bank, pins.pre_bank)
         m.d.comb += [
             self.dram.row_cmd.as_value().eq(row_cmd),
             self.dram.row_bg.eq(bg_of(row_bank)),

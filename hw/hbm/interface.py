@@ -107,8 +107,7 @@ def issue_layout(config: HBMConfig) -> data.StructLayout:
     ``col_bank``, row ``col_row``, column ``col_col`` (in bursts), tag ``col_tag``. Banks are flat
     indices of :func:`bank_bits` bits; ``act_banks`` / ``pre_banks`` / ``col_banks`` (``banks`` bits)
     are the same banks one-hot (0 without the command), so that the bank timing's counters decode
-    nothing. The indexed fields (``act_bank``, ``act_row``, ``pre_bank``, ``col_*``) are meaningful
-    only with their command set: without it they may hold a candidate that was not chosen.
+    nothing.
     """
     bits, n = config.field_bits, config.queue_depth
     bw, roww, colw = bank_bits(config), max(1, bits["row"]), max(1, bits["column"])

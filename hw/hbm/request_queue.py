@@ -154,12 +154,9 @@ class RequestQueue(wiring.Component):
             def by_bg(sigs):
                 return Cat(*(is_b[b] & sigs[b // n_bpg] for b in range(nb))).any()
 
-            # one AND-OR over the banks: the bank decode selects hit, col_ok and the bank group's
-            # rd/wr distance together (a per-bank hit is not first selected by a multiplexer)
-            hits = hit if isinstance(hit, list) else [hit] * nb
-            bg_ok = [Mux(write, nx.bg_wr_ok[b // n_bpg], nx.bg_rd_ok[b // n_bpg]) for b in range(nb)]
-            col_b = Cat(*(is_b[b] & hits[b] & nx.col_ok[b] & bg_ok[b] for b in range(nb))).any()
-            col = col_b & ~deps & nx.rfc_ok & Mux(write, nx.ch_wr_ok, nx.ch_rd_ok)
+            rd_ok = by_bg(nx.bg_rd_ok) & nx.ch_rd_ok
+            wr_ok = by_bg(nx.bg_wr_ok) & nx.ch_wr_ok
+            col = hit & ~deps & by_bank(nx.col_ok) & nx.rfc_ok & Mux(write, wr_ok, rd_ok)
             act = ~by_bank(nx.bank_open) & by_bank(nx.act_ok) & by_bg(nx.bg_act_ok) & nx.ch_act_ok & nx.rfc_ok
             return col, act
 
@@ -170,8 +167,7 @@ class RequestQueue(wiring.Component):
             for i in range(n):
                 m.d.comb += slot_is[i][b].eq(q.bank[i] == b)
         in_col, in_act = Signal(name="in_col_ready"), Signal(name="in_act_ready")
-        in_hits = [in_hit_b[b] for b in range(nb)]
-        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, in_hits, (same & valid).any(), req.write)))
+        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, in_hit, (same & valid).any(), req.write)))
         for i in range(n):
             col, act = ready(slot_is[i], hit_kept[i], (dep[i] & valid).any(), q.write[i])
             m.d.sync += [

@@ -137,14 +137,9 @@ class CommandScheduler(wiring.Component):
         ]
 
         # ---------------------------------------------------------------- row command
-        # The row bus's blocks (draining, the command on the pins, tRFC) hold for every slot and bank
-        # alike, so they gate the choice after it is made: the oldest ready slot and the lowest
-        # precharge candidate come from the queue's and the banks' flip-flops only. ``act_bank`` /
-        # ``act_row`` / ``pre_bank`` then hold the unblocked choice; ``act`` / ``pre`` (and the
-        # one-hot ``act_banks`` / ``pre_banks``) say whether it goes to the pins.
         act_cand = Signal(n, name="act_cand")
         act_block = draining | p.act | p.ref | p.prea
-        m.d.comb += act_cand.eq(q.valid & q.allow & q.act_ready)
+        m.d.comb += act_cand.eq(q.valid & q.allow & q.act_ready & ~act_block.replicate(n))
         act_oh = pick_oldest(act_cand, "act_grant")
         onehot_mux(act_oh, q.bank, iss.act_bank)
         onehot_mux(act_oh, q.row, iss.act_row)
@@ -154,7 +149,7 @@ class CommandScheduler(wiring.Component):
         for b in range(nb):
             normal = ~q.has_hit[b] & (Const(1) if cfg.page_policy == "closed" else q.has_miss[b])
             m.d.comb += pre_cand[b].eq(
-                st.bank_open[b] & st.pre_ok[b]
+                st.bank_open[b] & st.pre_ok[b] & ~pre_block
                 & ~(p.pre & (p.pre_bank == b)) & ~(p_col & (p.col_bank == b))
                 & Mux(q.strict, q.oldest_miss[b], normal))
         lowest_index(pre_cand, nb, iss.pre_bank)
@@ -168,15 +163,13 @@ class CommandScheduler(wiring.Component):
         ref_go = draining & ~st.bank_open.any() & st.act_ok.all() & st.rfc_ok & ~p_any
         # Priority REF > PREA > ACT > PRE; ACT and PRE candidates exist only while not draining,
         # REF and PREA only while draining, so only PREA/REF and ACT/PRE need a priority term.
-        act_go = Signal(name="act_go")
-        pre_go = Signal(name="pre_go")
-        m.d.comb += [act_go.eq(act_cand.any() & ~act_block), pre_go.eq(pre_cand.any() & ~pre_block & ~act_go)]
+        act_go, pre_go = act_cand.any(), pre_cand.any()
         m.d.comb += [
             iss.ref.eq(ref_go),
             iss.prea.eq(prea_go & ~ref_go),
             iss.act.eq(act_go),
-            iss.pre.eq(pre_go),
-            iss.act_banks.eq(banks_of(act_oh) & act_go.replicate(nb)),
-            iss.pre_banks.eq(pre_first & pre_go.replicate(nb)),
+            iss.pre.eq(pre_go & ~act_go),
+            iss.act_banks.eq(Mux(act_go, banks_of(act_oh), 0)),
+            iss.pre_banks.eq(pre_first & ~act_go.replicate(nb)),
         ]
         return m
