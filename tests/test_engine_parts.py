@@ -578,11 +578,20 @@ def _acc_word(cfg, bank, entry):
 
 
 # (rows, cols, fmt, M, K, N): a chunk per word (bf16 4 rows), four chunks per word (int8 8 rows),
-# K padded in the last k-block, short m-blocks whose K chain makes the feeder wait for the write-back
-FEEDER_CASES = [(4, 4, "bf16", 37, 22, 9), (8, 8, "int8", 20, 70, 17), (2, 2, "bf16", 5, 7, 13)]
+# K padded in the last k-block, short m-blocks whose K chain makes the feeder wait for the write-back,
+# groups of one n-block, an m-block of one row and a single k-block
+FEEDER_CASES = [
+    (4, 4, "bf16", 37, 22, 9),
+    (8, 8, "int8", 20, 70, 17),
+    (2, 2, "bf16", 5, 7, 13),
+    (4, 4, "int8", 17, 9, 3),
+    (2, 2, "int8", 1, 2, 3),
+]
 
 
-@pytest.mark.parametrize("rows,cols,fmt,m,k,n", FEEDER_CASES, ids=[f"{c[0]}x{c[1]}-{c[2]}" for c in FEEDER_CASES])
+@pytest.mark.parametrize(
+    "rows,cols,fmt,m,k,n", FEEDER_CASES, ids=[f"{c[0]}x{c[1]}-{c[2]}-{c[3]}x{c[4]}x{c[5]}" for c in FEEDER_CASES]
+)
 def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
     """The feeder offers every activation beat in the engine's order with the right chunk of A (-0 or 0
     past K), the partial sums it continues (+0 in k-block 0 without C0, else the entry it read from its
@@ -686,5 +695,10 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
             if r_ok:
                 pending.pop(0)
         assert len(got) == len(want), f"{len(got)} of {len(want)} beats in 200,000 cycles"
+        ctx.set(fd.act.ready, 1)
+        ctx.set(fd.wcount, [len(want), len(want)])  # every output written: nothing holds a beat back
+        for _ in range(100):  # and not one beat more
+            await ctx.tick()
+            assert not ctx.get(fd.act.valid), f"a beat after the last of {len(want)}"
 
     _run(dut, bench)

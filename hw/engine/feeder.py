@@ -121,7 +121,17 @@ class Feeder(EnginePart):
         with m.If(load):
             m.d.sync += s1_valid.eq(ok)
         m.d.comb += [self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
-        group_end = (f_i + 1 == fd.mb) & (f_g + 1 == fd.gc) & (f_kb + 1 == d.kb)
+        # loop ends from registers: at count 0 the limit's own compare with 1 (the cursor's mb and gc
+        # are registers, stable while the loop is in the block), after it a flag loaded with each
+        # increment (count + 2 == limit), so no adder and carry chain is in front of the next position
+        f_i0, f_g0 = Signal(init=1), Signal(init=1)         # f_i == 0, f_g == 0
+        i_last_r, g_last_r, kb_last_r = Signal(), Signal(), Signal()
+        i_last, g_last, kb_last = Signal(), Signal(), Signal()
+        m.d.comb += [i_last.eq(Mux(f_i0, fd.mb == 1, i_last_r)), g_last.eq(Mux(f_g0, fd.gc == 1, g_last_r)),
+                     kb_last.eq(Mux(f_kb0, d.kb == 1, kb_last_r))]
+        with m.If(self.go):
+            m.d.sync += [f_i0.eq(1), f_g0.eq(1)]
+        group_end = i_last & g_last & kb_last
         fire = load & ok
         # the A position (word, k-block, bank) the next cycle holds and whether its chunk is stored:
         # the positions it can move to are computed from registers beside `ok`, which only selects one
@@ -144,27 +154,28 @@ class Feeder(EnginePart):
         word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
         word_kb1 = Signal.like(f_word)          # row 0, next k-block
         m.d.comb += [word_row.eq(f_word + d.wpr), word_kb.eq(f_kb >> lgCPW), word_kb1.eq((f_kb + 1) >> lgCPW)]
-        self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, f_i + 1 != fd.mb, f_g + 1 != fd.gc,
-                     f_kb + 1 != d.kb, fd.last_group, a_ok, fire)
+        self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, ~i_last, ~g_last, ~kb_last,
+                     fd.last_group, a_ok, fire)
         with m.If(fire):
-            m.d.sync += [s1_swap.eq(f_i == 0), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
+            m.d.sync += [s1_swap.eq(f_i0), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
                          s1_a.eq(self._a_pad(self._a_cur, Mux(f_rem < R, f_rem, R)))]
             with m.If(~f_kb0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
-            with m.If(f_i + 1 != fd.mb):
-                m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1)]
+            with m.If(~i_last):
+                m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1), f_i0.eq(0), i_last_r.eq(f_i + 2 == fd.mb)]
                 m.d.comb += n_word.eq(word_row)
             with m.Else():
-                m.d.sync += f_i.eq(0)
-                with m.If(f_g + 1 != fd.gc):
-                    m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1)]
+                m.d.sync += [f_i.eq(0), f_i0.eq(1)]
+                with m.If(~g_last):
+                    m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1), f_g0.eq(0), g_last_r.eq(f_g + 2 == fd.gc)]
                     m.d.comb += n_word.eq(word_kb)
-                with m.Elif(f_kb + 1 != d.kb):
-                    m.d.sync += [f_g.eq(0), f_rem.eq(f_rem - R), f_caddr.eq(0)]
+                with m.Elif(~kb_last):
+                    m.d.sync += [f_g.eq(0), f_g0.eq(1), f_rem.eq(f_rem - R), f_caddr.eq(0)]
                     m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1), n_aok.eq(aok_kb1)]
-                    m.d.sync += f_kb0.eq(0)
+                    m.d.sync += [f_kb0.eq(0), kb_last_r.eq(f_kb + 2 == d.kb)]
                 with m.Else():
-                    m.d.sync += [f_g.eq(0), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(~f_cbank)]
+                    m.d.sync += [f_g.eq(0), f_g0.eq(1), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0),
+                                 f_cbank.eq(~f_cbank)]
                     m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(aok_zero)]
                     m.d.sync += f_kb0.eq(1)
                     with m.If(fd.last_group):
