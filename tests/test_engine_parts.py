@@ -27,7 +27,7 @@ from hw.engine.accumulator import Accumulator
 from hw.engine.c0_loader import C0Loader
 from hw.engine.cursor import BlockCursor
 from hw.engine.descriptor import DescriptorUnit
-from hw.engine.feeder import Feeder
+from hw.engine.feeder import Feeder, a_bank_connections
 from hw.engine.interface import AccState
 from hw.engine.sequencer import BlockSequencer
 from hw.engine.weight_loader import WeightLoader
@@ -107,6 +107,24 @@ def _run(dut, bench):
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
+
+
+def _a_memory_cycle(ctx, al, rng, mem, pending):
+    """One cycle of a random-speed AXI4 memory on the A loader's AR/R channels (before the clock edge):
+    AR ready 70 % of the cycles, the next pending beat of ``mem`` on R 60 % of them. Returns whether a
+    beat is on R (the caller pops ``pending[0]`` after the edge) and the accepted AR burst's beat
+    addresses (empty without one)."""
+    ctx.set(al.ar.ready, rng.random() < 0.7)
+    r_ok = bool(pending) and rng.random() < 0.6
+    ctx.set(al.r.valid, r_ok)
+    if r_ok:
+        ctx.set(al.r.payload.data, int.from_bytes(mem[pending[0] : pending[0] + 32].tobytes(), "little"))
+    burst = []
+    if ctx.get(al.ar.valid) and ctx.get(al.ar.ready):
+        a, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
+        burst = [a + 32 * i for i in range(ln + 1)]
+        pending.extend(burst)
+    return r_ok, burst
 
 
 # (rows, cols, fmt, m_block, a_buffer_bytes, acc_entries, M, K, N): long and short blocks, ramps,
@@ -190,16 +208,10 @@ def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, rb, q, seed):
             for _ in range(20000):
                 if ctx.get(al.full) >> bank & 1:
                     break
-                ctx.set(al.ar.ready, rng.random() < 0.7)
-                r_ok = bool(pending) and rng.random() < 0.6
-                ctx.set(al.r.valid, r_ok)
-                if r_ok:
-                    ctx.set(al.r.payload.data, int.from_bytes(mem[pending[0] : pending[0] + 32].tobytes(), "little"))
-                if ctx.get(al.ar.valid) and ctx.get(al.ar.ready):
-                    a, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
-                    assert a // 4096 == (a + 32 * (ln + 1) - 1) // 4096, "burst crosses 4 KiB"
-                    beats.extend(a + 32 * i for i in range(ln + 1))
-                    pending.extend(a + 32 * i for i in range(ln + 1))
+                r_ok, burst = _a_memory_cycle(ctx, al, rng, mem, pending)
+                if burst:
+                    assert burst[0] // 4096 == (burst[-1] + 31) // 4096, "burst crosses 4 KiB"
+                    beats.extend(burst)
                 await ctx.tick()
                 if r_ok:
                     pending.pop(0)
@@ -536,17 +548,7 @@ class _FeederFront(_Front):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        al, fd = self.al, self.fd
-        m.d.comb += [
-            fd.a_full.eq(al.full),
-            fd.a_store_bank.eq(al.store_bank),
-            fd.a_progress.eq(al.progress),
-            al.rd_addr.eq(fd.a_rd_addr),
-            al.rd_en.eq(fd.a_rd_en),
-            fd.a_rd_data.eq(al.rd_data),
-            al.free.eq(fd.free),
-            al.free_bank.eq(fd.free_bank),
-        ]
+        m.d.comb += a_bank_connections(self.al, self.fd)
         return m
 
 
@@ -653,14 +655,7 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
             if acc_next is not None:
                 ctx.set(fd.acc_rd_data, acc_next)
             ctx.set(fd.act.ready, rng.random() < 0.7)
-            ctx.set(al.ar.ready, rng.random() < 0.7)
-            r_ok = bool(pending) and rng.random() < 0.6
-            ctx.set(al.r.valid, r_ok)
-            if r_ok:
-                ctx.set(al.r.payload.data, int.from_bytes(mem[pending[0] : pending[0] + 32].tobytes(), "little"))
-            if ctx.get(al.ar.valid) and ctx.get(al.ar.ready):
-                addr, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
-                pending.extend(addr + 32 * i for i in range(ln + 1))
+            r_ok, _ = _a_memory_cycle(ctx, al, rng, mem, pending)
             acc_next = None
             if ctx.get(fd.acc_rd_en):
                 addr = ctx.get(fd.acc_rd_addr)

@@ -87,7 +87,7 @@ from .c0_loader import C0Loader
 from .config import BEAT_BYTES, DIM_BITS, ENGINE_ADDRESS_MAPPING, ERRORS, FMT_CODES, EngineConfig
 from .csr import PERF_COUNTERS, CSRBlock, axi4lite_signature
 from .descriptor import DescriptorUnit
-from .feeder import Feeder
+from .feeder import Feeder, a_bank_connections
 from .interface import lg
 from .perf import PerfCounters
 from .sequencer import BlockSequencer
@@ -168,11 +168,8 @@ class GEMMEngine(wiring.Component):
                 m.d.comb += loop.run.eq(du.run)
 
         # ---- data paths between the components
+        m.d.comb += a_bank_connections(al, fd)
         m.d.comb += [
-            # A banks: loader <-> feeder
-            fd.a_full.eq(al.full), fd.a_store_bank.eq(al.store_bank), fd.a_progress.eq(al.progress),
-            al.rd_addr.eq(fd.a_rd_addr), al.rd_en.eq(fd.a_rd_en), fd.a_rd_data.eq(al.rd_data),
-            al.free.eq(fd.free), al.free_bank.eq(fd.free_bank),
             # accumulator <-> C0 loader, feeder, write-back
             cl.acc_state.eq(acc.state), cl.bank_busy.eq(acc.bank_busy),
             acc.c0_start.eq(cl.start), acc.c0_start_bank.eq(cl.start_bank),

@@ -10,7 +10,7 @@ from .config import BEAT_BYTES
 from .cursor import attach_cursor
 from .interface import AccState, EnginePart, Geometry, Why, lg, loop_control, seq_port_signature
 
-__all__ = ["Feeder"]
+__all__ = ["Feeder", "a_bank_connections"]
 
 
 class Feeder(EnginePart):
@@ -248,3 +248,15 @@ class Feeder(EnginePart):
         R, w = g.R, g.w
         a_pad = 0 if g.is_int8 else (1 << (w - 1))   # -0
         return Cat(*(Mux(r < lim, a_chunk[r * w:(r + 1) * w], a_pad) for r in range(R)))
+
+
+def a_bank_connections(loader, feeder) -> list:
+    """The statements that join an :class:`~hw.engine.a_loader.ALoader`'s two A banks to a
+    :class:`Feeder` (the loader's store state to the feeder, the feeder's read port and bank release
+    to the loader), for ``m.d.comb``."""
+    return [
+        feeder.a_full.eq(loader.full), feeder.a_store_bank.eq(loader.store_bank),
+        feeder.a_progress.eq(loader.progress), loader.rd_addr.eq(feeder.a_rd_addr),
+        loader.rd_en.eq(feeder.a_rd_en), feeder.a_rd_data.eq(loader.rd_data),
+        loader.free.eq(feeder.free), loader.free_bank.eq(feeder.free_bank),
+    ]
