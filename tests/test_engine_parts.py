@@ -5,9 +5,9 @@ The whole engine is tested against a Python AXI4 memory in ``test_engine.py`` an
 controller in ``test_gemm_top.py``; here the parts are driven with the descriptor unit and the
 m-block sequencer in front of them (the registers a host writes), so a bug is found where it sits:
 the sequencer's blocks and groups against :func:`verif.cycles.engine_blocking`, the A loader's bursts
-and the words it stores, the feeder's activation beats (behind a real A loader) and its wait for the
-write-back, the write-back's bursts, byte enables and bf16 rounding, each under random back-pressure
-on its streams.
+and the words it stores, the weight loader's rows in tile order with their +0 padding, the feeder's
+activation beats (behind a real A loader) and its wait for the write-back, the write-back's bursts,
+byte enables and bf16 rounding, each under random back-pressure on its streams.
 """
 
 from __future__ import annotations
@@ -110,10 +110,10 @@ def _run(dut, bench):
 
 
 def _a_memory_cycle(ctx, al, rng, mem, pending):
-    """One cycle of a random-speed AXI4 memory on the A loader's AR/R channels (before the clock edge):
+    """One cycle of a random-speed AXI4 memory on a loader's AR/R channels (before the clock edge):
     AR ready 70 % of the cycles, the next pending beat of ``mem`` on R 60 % of them. Returns whether a
-    beat is on R (the caller pops ``pending[0]`` after the edge) and the accepted AR burst's beat
-    addresses (empty without one)."""
+    beat is taken on R (valid and ready; the caller pops ``pending[0]`` after the edge) and the
+    accepted AR burst's beat addresses (empty without one)."""
     ctx.set(al.ar.ready, rng.random() < 0.7)
     r_ok = bool(pending) and rng.random() < 0.6
     ctx.set(al.r.valid, r_ok)
@@ -124,7 +124,7 @@ def _a_memory_cycle(ctx, al, rng, mem, pending):
         a, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
         burst = [a + 32 * i for i in range(ln + 1)]
         pending.extend(burst)
-    return r_ok, burst
+    return r_ok and bool(ctx.get(al.r.ready)), burst
 
 
 # (rows, cols, fmt, m_block, a_buffer_bytes, acc_entries, M, K, N): long and short blocks, ramps,
@@ -695,5 +695,76 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
         for _ in range(100):  # and not one beat more
             await ctx.tick()
             assert not ctx.get(fd.act.valid), f"a beat after the last of {len(want)}"
+
+    _run(dut, bench)
+
+
+# (rows, cols, fmt, M, K, N): a row segment of two beats (32 bf16 columns), rows sharing a beat
+# (4 int8 columns, 8 rows per beat), padding rows (K not a multiple of R) and columns (N not of C),
+# several m-blocks and groups
+WEIGHT_CASES = [(4, 32, "bf16", 40, 10, 75), (8, 4, "int8", 20, 19, 13), (2, 2, "bf16", 9, 3, 9)]
+
+
+@pytest.mark.parametrize(
+    "rows,cols,fmt,m,k,n", WEIGHT_CASES, ids=[f"{c[0]}x{c[1]}-{c[2]}-{c[3]}x{c[4]}x{c[5]}" for c in WEIGHT_CASES]
+)
+def test_weight_loader_rows_in_tile_order(rows, cols, fmt, m, k, n, seed):
+    """The weight loader offers each tile's rows, row R-1 first, in the engine's tile order (m-block,
+    group, k-block, n-block of the group), with rows k >= K and columns >= N as +0, under random AR
+    ready, random gaps on R and random ready on its weight stream; no burst crosses 4 KiB, the
+    padding rows are not read, and no row follows the last."""
+    print(f"seed {seed}")
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
+    )
+    regs = _descriptor(cfg, m, k, n)
+    blocking = engine_blocking(m, k, n, cfg)
+    wl = WeightLoader(cfg)
+    dut = _Front(cfg, [wl], [wl.seq_read, wl.seq_rows])
+    rng = random.Random(seed)
+    ob, w = cfg.operand_bytes, 8 * cfg.operand_bytes
+    mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
+
+    def b(kk, nn):
+        if kk >= k or nn >= n:
+            return 0
+        at = regs["B_BASE"] + kk * regs["B_STRIDE"] + nn * ob
+        return int.from_bytes(mem[at : at + ob].tobytes(), "little")
+
+    nbs, kbs = -(-n // cols), -(-k // rows)
+    want, real_rows = [], 0
+    for gb in blocking["block_g"]:
+        for nb0 in range(0, nbs, gb):
+            for kb in range(kbs):
+                for nb in range(nb0, min(nb0 + gb, nbs)):
+                    for r in reversed(range(rows)):
+                        want.append(sum(b(kb * rows + r, nb * cols + c) << (c * w) for c in range(cols)))
+                        real_rows += kb * rows + r < k
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, regs)
+        pending, got, read_rows = [], [], 0
+        for _ in range(200000):
+            if len(got) == len(want):
+                break
+            r_ok, burst = _a_memory_cycle(ctx, wl, rng, mem, pending)
+            if burst:
+                assert burst[0] // 4096 == (burst[-1] + 31) // 4096, "burst crosses 4 KiB"
+                read_rows += 1
+                assert regs["B_BASE"] <= burst[0] < regs["B_BASE"] + k * regs["B_STRIDE"], "read outside B"
+            ctx.set(wl.wgt.ready, rng.random() < 0.6)
+            if ctx.get(wl.wgt.valid) and ctx.get(wl.wgt.ready):
+                got.append(ctx.get(wl.wgt.payload))
+                i = len(got) - 1
+                assert got[-1] == want[i], f"row {i}: got {got[-1]:#x} want {want[i]:#x}"
+            await ctx.tick()
+            if r_ok:
+                pending.pop(0)
+        assert len(got) == len(want), f"{len(got)} of {len(want)} rows in 200,000 cycles"
+        ctx.set(wl.wgt.ready, 1)
+        for _ in range(100):  # and not one row more
+            await ctx.tick()
+            assert not ctx.get(wl.wgt.valid), f"a row after the last of {len(want)}"
+        assert read_rows == real_rows, f"{read_rows} row reads for {real_rows} rows of B"
 
     _run(dut, bench)
