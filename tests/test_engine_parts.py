@@ -5,7 +5,8 @@ The whole engine is tested against a Python AXI4 memory in ``test_engine.py`` an
 controller in ``test_gemm_top.py``; here the parts are driven with the descriptor unit and the
 m-block sequencer in front of them (the registers a host writes), so a bug is found where it sits:
 the sequencer's blocks and groups against :func:`verif.cycles.engine_blocking`, the A loader's bursts
-and the words it stores, the weight loader's rows in tile order with their +0 padding, the feeder's
+and the words it stores, the weight loader's rows in tile order with their +0 padding, the C0
+loader's groups, entries and bank hand-shake, the feeder's
 activation beats (behind a real A loader) and its wait for the write-back, the write-back's bursts,
 byte enables and bf16 rounding, each under random back-pressure on its streams.
 """
@@ -766,5 +767,100 @@ def test_weight_loader_rows_in_tile_order(rows, cols, fmt, m, k, n, seed):
             await ctx.tick()
             assert not ctx.get(wl.wgt.valid), f"a row after the last of {len(want)}"
         assert read_rows == real_rows, f"{read_rows} row reads for {real_rows} rows of B"
+
+    _run(dut, bench)
+
+
+# (rows, cols, fmt, M, K, N, load_c): an entry segment of two beats (16 columns of fp32), four
+# entries per beat (2 columns), C0 columns past N, several m-blocks and groups; and without C0
+C0_CASES = [(4, 16, "bf16", 20, 8, 45, True), (2, 2, "int8", 23, 4, 9, True), (4, 4, "bf16", 20, 8, 13, False)]
+
+
+@pytest.mark.parametrize(
+    "rows,cols,fmt,m,k,n,load_c",
+    C0_CASES,
+    ids=[f"{c[0]}x{c[1]}-{c[3]}x{c[4]}x{c[5]}-{'c0' if c[6] else 'no-c0'}" for c in C0_CASES],
+)
+def test_c0_loader_groups_entries_and_banks(rows, cols, fmt, m, k, n, load_c, seed):
+    """The C0 loader starts each group in the next bank only when that bank is FREE, stores the
+    group's C0 rows into entries g * mb + i of it (every column < N, lanes as the beats carry them)
+    and reports the group done once its last entry is stored; without LOAD_C it claims each bank
+    and reads nothing. Random AR/R speed, the collector's random use of a bank's write port
+    (``bank_busy``) and banks freed after random delays."""
+    print(f"seed {seed}")
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
+    )
+    regs = _descriptor(cfg, m, k, n)
+    regs.update(FLAGS=int(load_c), C_BASE=regs["D_BASE"], C_STRIDE=_stride(4 * n))
+    blocking = engine_blocking(m, k, n, cfg)
+    cl = C0Loader(cfg)
+    dut = _Front(cfg, [cl], [cl.seq_read, cl.seq_store])
+    rng = random.Random(seed)
+    mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
+
+    def c0(row, col):
+        at = regs["C_BASE"] + row * regs["C_STRIDE"] + 4 * col
+        return int.from_bytes(mem[at : at + 4].tobytes(), "little")
+
+    nbs = -(-n // cols)
+    groups, m0 = [], 0  # (first row, rows, first n-block, n-blocks)
+    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
+        groups += [(m0, mb, nb0, min(gb, nbs - nb0)) for nb0 in range(0, nbs, gb)]
+        m0 += mb
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, regs)
+        state = [AccState.FREE, AccState.FREE]
+        free_at = [None, None]  # cycle a READY bank is freed (the group fed and written back)
+        pending, started, done, entries = [], [], 0, [{}, {}]
+        for cycle in range(200000):
+            if done == len(groups) and all(s_ == AccState.FREE for s_ in state):
+                break
+            for b_ in range(2):
+                if state[b_] == AccState.READY and free_at[b_] is not None and cycle >= free_at[b_]:
+                    state[b_], free_at[b_] = AccState.FREE, None
+            ctx.set(cl.acc_state, state)
+            ctx.set(cl.bank_busy, rng.getrandbits(2) if rng.random() < 0.3 else 0)
+            r_ok, burst = _a_memory_cycle(ctx, cl, rng, mem, pending)
+            assert not burst or load_c, "C0 read without LOAD_C"
+            if ctx.get(cl.start):
+                j, b_ = len(started), ctx.get(cl.start_bank)
+                assert j < len(groups) and b_ == j % 2 and state[b_] == AccState.FREE, f"group {j} in bank {b_}"
+                started.append(b_)
+                entries[b_] = {}
+                state[b_] = AccState.LOADING if load_c else AccState.READY
+                if not load_c:
+                    done += 1
+                    free_at[b_] = cycle + rng.randrange(1, 30)
+            if ctx.get(cl.wr_valid):
+                b_, addr, data, lanes = (
+                    ctx.get(cl.wr_bank),
+                    ctx.get(cl.wr_addr),
+                    ctx.get(cl.wr_data),
+                    ctx.get(cl.wr_lanes),
+                )
+                assert state[b_] == AccState.LOADING and not ctx.get(cl.bank_busy) >> b_ & 1, "write to a busy bank"
+                for c in range(cols):
+                    if lanes >> c & 1:
+                        entries[b_][(addr, c)] = data >> (32 * c) & 0xFFFFFFFF
+            if ctx.get(cl.group_done):
+                b_, j = ctx.get(cl.done_bank), done
+                r0, mb, nb0, gc = groups[j]
+                for i in range(mb):
+                    for g in range(gc):
+                        for c in range(cols):
+                            col = (nb0 + g) * cols + c
+                            if col < n:
+                                assert entries[b_].get((g * mb + i, c)) == c0(r0 + i, col), (
+                                    f"group {j} row {r0 + i} column {col}"
+                                )
+                state[b_] = AccState.READY
+                free_at[b_] = cycle + 1 + rng.randrange(1, 30)
+                done += 1
+            await ctx.tick()
+            if r_ok:
+                pending.pop(0)
+        assert done == len(groups) and len(started) == len(groups), f"{done} of {len(groups)} groups"
 
     _run(dut, bench)
