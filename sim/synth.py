@@ -366,7 +366,7 @@ def synthesize(work: Path, sources: list[str], top: str, target: Target, *, netl
     from verif.models import models_for
 
     primitives = any(models_for(work / src) for src in sources if str(src).endswith(".v"))
-    early = synth + ("" if primitives else " -noflatten") + " -run begin:map_ffram"
+    early = synth + ("" if primitives or noflatten else " -noflatten") + " -run begin:map_ffram"
     stem = Path(log).stem
     json_opt = f" -json {netlist}" if netlist else ""
     # A register whose output wire carries ``keep`` (the design asks for it, e.g. the PE's swap bit)

@@ -74,6 +74,16 @@ class ALoader(EnginePart):
             q = mux_min(g.QF, d.rb)
             return q, mux_min(q, d.rb - pb)
 
+        def beats_left(name, q):
+            """A row's beats after the current pass, rb - pb - q (negative in a short last pass), as a
+            register, so a pass step reads no adder and compare of pb against the descriptor. Returns
+            (the register, whether another pass follows: it is above 0, its value at a block's first
+            pass, the next pass's beats min(q, left))."""
+            left = Signal(signed(D + 2), name=name)
+            more = Signal(name=name.replace("left", "more"))
+            m.d.comb += more.eq(~left[-1] & left.any())
+            return left, more, d.rb - q, mux_min(q, left[:D + 1])
+
         # ---- read side: one transfer per row and pass
         ai = attach_cursor(m, "read_cursor", self, self.seq_read)
         m.submodules.split = sp = BurstSplitter(g.A32, BEAT_BYTES)
@@ -92,16 +102,11 @@ class ALoader(EnginePart):
         # (the engine's and the board's critical path ran desc.rb -> min -> splitter -> AR -> memory)
         ai_q, _ = pass_beats(ai_pb)
         ai_beats = Signal(D)
-        # a row's beats after the current pass, rb - ai_pb - q (negative in a short last pass): another
-        # pass follows while it is above 0, and that pass takes min(q, ai_left) beats. A register, so
-        # the pass step reads no adder and compare of ai_pb against the descriptor
-        ai_left = Signal(signed(D + 2))
-        ai_more = Signal()
-        m.d.comb += ai_more.eq(~ai_left[-1] & ai_left.any())
+        ai_left, ai_more, ai_left_first, ai_next_beats = beats_left("ai_left", ai_q)
         with m.If(self.go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0),
                          ai_req.eq(d.a_base), ai_preq.eq(d.a_base), ai_beats.eq(pass_beats(0)[1]),
-                         ai_left.eq(d.rb - ai_q)]
+                         ai_left.eq(ai_left_first)]
         ai_can = self.run & ai.ok & ~ai.fin & ((ai_i != 0) | (ai_pb != 0) | ~busy.bit_select(ai_bank, 1))
         m.d.comb += [sp.cmd.valid.eq(ai_can), sp.cmd.payload.addr.eq(ai_req),
                      sp.cmd.payload.beats.eq(ai_beats)]
@@ -113,13 +118,13 @@ class ALoader(EnginePart):
             with m.Elif(ai_more):
                 pass_addr = ai_preq + (ai_q << lg(BEAT_BYTES))
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr), ai_req.eq(pass_addr),
-                             ai_preq.eq(pass_addr), ai_beats.eq(mux_min(ai_q, ai_left[:D + 1])),
+                             ai_preq.eq(pass_addr), ai_beats.eq(ai_next_beats),
                              ai_left.eq(ai_left - ai_q)]
             with m.Else():
                 nxt = ai_addr + d.a_stride
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(nxt), ai_baddr.eq(nxt),
                              ai_req.eq(nxt), ai_preq.eq(nxt), ai_beats.eq(pass_beats(0)[1]),
-                             ai_left.eq(d.rb - ai_q)]
+                             ai_left.eq(ai_left_first)]
                 m.d.comb += ai.next_mblock.eq(1)
 
         # ---- store side: beats -> A bank (same pass order)
@@ -133,13 +138,10 @@ class ALoader(EnginePart):
         prog = Signal(D)                       # beats of every row of bank ac_bank already stored
         m.d.comb += [self.store_bank.eq(ac_bank), self.progress.eq(prog)]
         ac_q, _ = pass_beats(ac_pb)
-        # as on the read side: the row's beats in this pass (less one, so the row's end is an equality)
-        # and the beats after it are registers
+        # as on the read side, and the row's beats in this pass less one (the row's end is an equality)
         ac_last = Signal(D)
-        ac_left = Signal(signed(D + 2))
-        ac_more = Signal()
-        m.d.comb += ac_more.eq(~ac_left[-1] & ac_left.any())
-        first_pass = [ac_last.eq(pass_beats(0)[1] - 1), ac_left.eq(d.rb - ac_q)]
+        ac_left, ac_more, ac_left_first, ac_next_beats = beats_left("ac_left", ac_q)
+        first_pass = [ac_last.eq(pass_beats(0)[1] - 1), ac_left.eq(ac_left_first)]
         with m.If(self.go):
             m.d.sync += [ac_i.eq(0), ac_j.eq(0), ac_pb.eq(0), ac_bank.eq(0), ac_row.eq(0), prog.eq(0), *first_pass]
         m.d.comb += self.r.ready.eq(1)
@@ -160,7 +162,7 @@ class ALoader(EnginePart):
                 m.d.sync += [ac_j.eq(0), ac_i.eq(ac_i + 1), ac_row.eq(ac_row + d.wpr)]
             with m.Elif(ac_more):
                 m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(ac_pb + ac_q), prog.eq(ac_pb + ac_q),
-                             ac_last.eq(mux_min(ac_q, ac_left[:D + 1]) - 1), ac_left.eq(ac_left - ac_q)]
+                             ac_last.eq(ac_next_beats - 1), ac_left.eq(ac_left - ac_q)]
             with m.Else():
                 m.d.sync += [ac_j.eq(0), ac_i.eq(0), ac_row.eq(0), ac_pb.eq(0), prog.eq(0), ac_bank.eq(~ac_bank),
                              *first_pass]

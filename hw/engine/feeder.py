@@ -154,11 +154,11 @@ class Feeder(EnginePart):
         word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
         word_kb1 = Signal.like(f_word)          # row 0, next k-block
         m.d.comb += [word_row.eq(f_word + d.wpr), word_kb.eq(f_kb >> lgCPW), word_kb1.eq((f_kb + 1) >> lgCPW)]
-        self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, ~i_last, ~g_last, ~kb_last,
-                     fd.last_group, a_ok, fire)
+        a_cur = self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, ~i_last, ~g_last, ~kb_last,
+                             fd.last_group, a_ok, fire)
         with m.If(fire):
             m.d.sync += [s1_swap.eq(f_i0), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
-                         s1_a.eq(self._a_pad(self._a_cur, Mux(f_rem < R, f_rem, R)))]
+                         s1_a.eq(self._a_pad(a_cur, Mux(f_rem < R, f_rem, R)))]
             with m.If(~f_kb0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(~i_last):
@@ -198,8 +198,8 @@ class Feeder(EnginePart):
 
     def _a_read(self, m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, more_rows, more_groups, more_kb,
                 last_group, a_ok, fire):
-        """Drive the A bank's read address from registers only and set ``self._a_cur``, the R * w bit
-        chunk of the position being decided.
+        """Drive the A bank's read address from registers only; returns the R * w bit chunk of the
+        position being decided.
 
         The issue decision (``fire``) is the end of the engine's longest paths (the cursor, the
         accumulator state, the write-back count), so it does not reach the block RAM's address: once the
@@ -237,9 +237,10 @@ class Feeder(EnginePart):
         else:
             a_mem = a_raw[:R * w]
         held = Signal(R * w)
-        self._a_cur = Signal(R * w)
-        m.d.comb += self._a_cur.eq(Mux(use_held, held, a_mem))
-        m.d.sync += held.eq(self._a_cur)
+        a_cur = Signal(R * w)
+        m.d.comb += a_cur.eq(Mux(use_held, held, a_mem))
+        m.d.sync += held.eq(a_cur)
+        return a_cur
 
     def _a_pad(self, a_chunk, lim):
         """The R operands of ``a_chunk``, the ones at or past ``lim`` (k >= K) replaced by -0 (floats)
