@@ -110,22 +110,46 @@ def _run(dut, bench):
     sim.run()
 
 
-def _a_memory_cycle(ctx, al, rng, mem, pending):
+def _memory_cycle(ctx, loader, rng, mem, pending):
     """One cycle of a random-speed AXI4 memory on a loader's AR/R channels (before the clock edge):
     AR ready 70 % of the cycles, the next pending beat of ``mem`` on R 60 % of them. Returns whether a
     beat is taken on R (valid and ready; the caller pops ``pending[0]`` after the edge) and the
     accepted AR burst's beat addresses (empty without one)."""
-    ctx.set(al.ar.ready, rng.random() < 0.7)
+    ctx.set(loader.ar.ready, rng.random() < 0.7)
     r_ok = bool(pending) and rng.random() < 0.6
-    ctx.set(al.r.valid, r_ok)
+    ctx.set(loader.r.valid, r_ok)
     if r_ok:
-        ctx.set(al.r.payload.data, int.from_bytes(mem[pending[0] : pending[0] + 32].tobytes(), "little"))
+        ctx.set(loader.r.payload.data, _element(mem, pending[0], 32))
     burst = []
-    if ctx.get(al.ar.valid) and ctx.get(al.ar.ready):
-        a, ln = ctx.get(al.ar.payload.addr), ctx.get(al.ar.payload.len)
+    if ctx.get(loader.ar.valid) and ctx.get(loader.ar.ready):
+        a, ln = ctx.get(loader.ar.payload.addr), ctx.get(loader.ar.payload.len)
         burst = [a + 32 * i for i in range(ln + 1)]
         pending.extend(burst)
-    return r_ok and bool(ctx.get(al.r.ready)), burst
+    return r_ok and bool(ctx.get(loader.r.ready)), burst
+
+
+def _element(mem, at, nbytes):
+    """The little-endian value of ``nbytes`` bytes of ``mem`` (a uint8 array) at byte ``at``."""
+    return int.from_bytes(mem[at : at + nbytes].tobytes(), "little")
+
+
+def _small_engine(rows, cols, fmt):
+    """An engine configuration with small buffers (16-row m-blocks, 64 accumulator entries, 512-byte A
+    banks), so that a GEMM of a few dozen rows has several m-blocks, groups and passes."""
+    return EngineConfig(
+        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
+    )
+
+
+def _groups(cfg, m, k, n):
+    """The engine's groups in order, as (first row, rows, first n-block, n-blocks), from the blocking of
+    :func:`verif.cycles.engine_blocking`: each m-block's n-blocks in groups of its ``block_g``."""
+    blocking, nbs = engine_blocking(m, k, n, cfg), -(-n // cfg.mxu.cols)
+    groups, m0 = [], 0
+    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
+        groups += [(m0, mb, nb0, min(gb, nbs - nb0)) for nb0 in range(0, nbs, gb)]
+        m0 += mb
+    return groups
 
 
 # (rows, cols, fmt, m_block, a_buffer_bytes, acc_entries, M, K, N): long and short blocks, ramps,
@@ -209,7 +233,7 @@ def test_a_loader_bursts_and_stored_words(rows, fmt, m, k, rb, q, seed):
             for _ in range(20000):
                 if ctx.get(al.full) >> bank & 1:
                     break
-                r_ok, burst = _a_memory_cycle(ctx, al, rng, mem, pending)
+                r_ok, burst = _memory_cycle(ctx, al, rng, mem, pending)
                 if burst:
                     assert burst[0] // 4096 == (burst[-1] + 31) // 4096, "burst crosses 4 KiB"
                     beats.extend(burst)
@@ -553,25 +577,21 @@ class _FeederFront(_Front):
         return m
 
 
-def _feeder_beats(cfg, blocking, a, k):
-    """The feeder's beats, in order: (a chunk, bank and entry of the partial sums or None for +0, swap)
-    for each m-block, group, k-block, n-block of the group and row (``a``: M x K operand bit patterns)."""
+def _feeder_beats(cfg, groups, a, k):
+    """The feeder's beats, in order, for each group, k-block, n-block of the group and row (``a``: M x K
+    operand bit patterns): (a chunk; bank and entry of the partial sums it continues, or None for +0
+    in k-block 0; swap; group index; its index among the group's k-block >= 1 beats, or None; whether
+    it is the group's last beat)."""
     R, w = cfg.mxu.rows, 8 * cfg.operand_bytes
     pad = 0 if cfg.mxu.fmt == "int8" else 1 << (w - 1)  # -0
-    kb_count = -(-k // R)
-    nbs = -(-blocking["n"] // cfg.mxu.cols)
-    beats, m0, group = [], 0, 0
-    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
-        for nb0 in range(0, nbs, gb):
-            gc = min(gb, nbs - nb0)
-            for kb in range(kb_count):
-                for g in range(gc):
-                    for i in range(mb):
-                        ks = range(kb * R, kb * R + R)
-                        chunk = sum((int(a[m0 + i, kk]) if kk < k else pad) << (r * w) for r, kk in enumerate(ks))
-                        beats.append((chunk, None if kb == 0 else (group % 2, g * mb + i), i == 0))
-            group += 1
-        m0 += mb
+    beats = []
+    for j, (m0, mb, _, gc) in enumerate(groups):
+        order = [(kb, g, i) for kb in range(-(-k // R)) for g in range(gc) for i in range(mb)]
+        for q, (kb, g, i) in enumerate(order):
+            ks = range(kb * R, kb * R + R)
+            chunk = sum((int(a[m0 + i, kk]) if kk < k else pad) << (r * w) for r, kk in enumerate(ks))
+            cont = None if kb == 0 else (j % 2, g * mb + i)
+            beats.append((chunk, cont, i == 0, j, None if kb == 0 else q - gc * mb, q == len(order) - 1))
     return beats
 
 
@@ -602,39 +622,25 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
     gaps in its MXU ready, groups started late and a write-back count that lags the beats by 12
     cycles: a beat in k-block >= 1 is never offered before the output it continues is written."""
     print(f"seed {seed}")
-    cfg = EngineConfig(
-        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
-    )
+    cfg = _small_engine(rows, cols, fmt)
     regs = _descriptor(cfg, m, k, n)
-    blocking = {**engine_blocking(m, k, n, cfg), "n": n}
+    groups = _groups(cfg, m, k, n)
     dut = _FeederFront(cfg)
     al, fd = dut.al, dut.fd
     rng = random.Random(seed)
     ob = cfg.operand_bytes
     mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
     a = np.array(
-        [
-            [
-                int.from_bytes(mem[regs["A_BASE"] + i * regs["A_STRIDE"] + kk * ob :][:ob].tobytes(), "little")
-                for kk in range(k)
-            ]
-            for i in range(m)
-        ]
+        [[_element(mem, regs["A_BASE"] + i * regs["A_STRIDE"] + kk * ob, ob) for kk in range(k)] for i in range(m)]
     )
-    want = _feeder_beats(cfg, blocking, a, k)
-    nbs = -(-n // cols)  # n-blocks
-    groups = sum(-(-nbs // gb) for gb in blocking["block_g"])
-    bounds = []  # the index after each group's last beat
-    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
-        for nb0 in range(0, nbs, gb):
-            bounds.append((bounds[-1] if bounds else 0) + -(-k // rows) * min(gb, nbs - nb0) * mb)
+    want = _feeder_beats(cfg, groups, a, k)
     w = rows * 8 * ob
     lag = 12
 
     async def bench(ctx):
         await _start(ctx, dut.du, regs)
         pending, got = [], []
-        started, done, group_beats = 0, 0, [0] * groups  # groups the C0 side started, groups fed
+        started, done = 0, 0  # groups the C0 side started, groups fed
         # write-back count per bank (of the group the bank holds), (cycle, group) of the writes to come
         wcount, w_group, writes = [0, 0], [None, None], []
         acc_next = None
@@ -646,7 +652,7 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
                 wg = writes.pop(0)[1]
                 if w_group[wg % 2] == wg:
                     wcount[wg % 2] += 1
-            start = ctx.get(dut.du.run) and started < groups and started < done + 2 and rng.random() < 0.3
+            start = ctx.get(dut.du.run) and started < len(groups) and started < done + 2 and rng.random() < 0.3
             if start:
                 wcount[started % 2], w_group[started % 2] = 0, started
             ctx.set(fd.c0_start, start)
@@ -656,36 +662,27 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
             if acc_next is not None:
                 ctx.set(fd.acc_rd_data, acc_next)
             ctx.set(fd.act.ready, rng.random() < 0.7)
-            r_ok, _ = _a_memory_cycle(ctx, al, rng, mem, pending)
+            r_ok, _ = _memory_cycle(ctx, al, rng, mem, pending)
             acc_next = None
             if ctx.get(fd.acc_rd_en):
                 addr = ctx.get(fd.acc_rd_addr)
                 acc_next = [_acc_word(cfg, 0, addr), _acc_word(cfg, 1, addr)]
             valid = ctx.get(fd.act.valid)
             idx = len(got)
-            if valid and not offered and want[idx][1] is not None:
+            chunk, cont, swap, j, q, last = want[idx]
+            if valid and not offered and q is not None:
                 # a beat first offered now was issued in the previous cycle: the output it continues
                 # (one write per beat of the group, in order) was written by then
-                g = next(x for x, b in enumerate(bounds) if idx < b)
-                g0 = bounds[g - 1] if g else 0
-                first_kb1 = g0 + (bounds[g] - g0) // -(-k // rows)
-                assert w_seen[-2][want[idx][1][0]] > idx - first_kb1, f"beat {idx} issued ahead of the write-back"
+                assert w_seen[-2][cont[0]] > q, f"beat {idx} issued ahead of the write-back"
             offered = valid and not ctx.get(fd.act.ready)
             if valid and ctx.get(fd.act.ready):
                 beat = ctx.get(fd.act.payload)
-                chunk, c, swap = want[idx]
-                g = next(x for x, b in enumerate(bounds) if idx < b)
-                c_want = 0 if c is None else _acc_word(cfg, *c)
-                assert (beat & ((1 << w) - 1), beat >> w & ((1 << 32 * cols) - 1), beat >> (w + 32 * cols)) == (
-                    chunk,
-                    c_want,
-                    swap,
-                ), f"beat {idx} (group {g})"
+                c_want = 0 if cont is None else _acc_word(cfg, *cont)
+                fields = (beat & ((1 << w) - 1), beat >> w & ((1 << 32 * cols) - 1), beat >> (w + 32 * cols))
+                assert fields == (chunk, c_want, swap), f"beat {idx} (group {j})"
                 got.append(beat)
-                group_beats[g] += 1
-                writes.append((cycle + lag, g))
-                if group_beats[g] == bounds[g] - (bounds[g - 1] if g else 0):
-                    done += 1
+                writes.append((cycle + lag, j))
+                done += last
             started += start
             await ctx.tick()
             if r_ok:
@@ -715,11 +712,8 @@ def test_weight_loader_rows_in_tile_order(rows, cols, fmt, m, k, n, seed):
     ready, random gaps on R and random ready on its weight stream; no burst crosses 4 KiB, the
     padding rows are not read, and no row follows the last."""
     print(f"seed {seed}")
-    cfg = EngineConfig(
-        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
-    )
+    cfg = _small_engine(rows, cols, fmt)
     regs = _descriptor(cfg, m, k, n)
-    blocking = engine_blocking(m, k, n, cfg)
     wl = WeightLoader(cfg)
     dut = _Front(cfg, [wl], [wl.seq_read, wl.seq_rows])
     rng = random.Random(seed)
@@ -727,20 +721,15 @@ def test_weight_loader_rows_in_tile_order(rows, cols, fmt, m, k, n, seed):
     mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
 
     def b(kk, nn):
-        if kk >= k or nn >= n:
-            return 0
-        at = regs["B_BASE"] + kk * regs["B_STRIDE"] + nn * ob
-        return int.from_bytes(mem[at : at + ob].tobytes(), "little")
+        return _element(mem, regs["B_BASE"] + kk * regs["B_STRIDE"] + nn * ob, ob) if kk < k and nn < n else 0
 
-    nbs, kbs = -(-n // cols), -(-k // rows)
     want, real_rows = [], 0
-    for gb in blocking["block_g"]:
-        for nb0 in range(0, nbs, gb):
-            for kb in range(kbs):
-                for nb in range(nb0, min(nb0 + gb, nbs)):
-                    for r in reversed(range(rows)):
-                        want.append(sum(b(kb * rows + r, nb * cols + c) << (c * w) for c in range(cols)))
-                        real_rows += kb * rows + r < k
+    for _, _, nb0, gc in _groups(cfg, m, k, n):
+        for kb in range(-(-k // rows)):
+            for nb in range(nb0, nb0 + gc):
+                for r in reversed(range(rows)):
+                    want.append(sum(b(kb * rows + r, nb * cols + c) << (c * w) for c in range(cols)))
+                    real_rows += kb * rows + r < k
 
     async def bench(ctx):
         await _start(ctx, dut.du, regs)
@@ -748,7 +737,7 @@ def test_weight_loader_rows_in_tile_order(rows, cols, fmt, m, k, n, seed):
         for _ in range(200000):
             if len(got) == len(want):
                 break
-            r_ok, burst = _a_memory_cycle(ctx, wl, rng, mem, pending)
+            r_ok, burst = _memory_cycle(ctx, wl, rng, mem, pending)
             if burst:
                 assert burst[0] // 4096 == (burst[-1] + 31) // 4096, "burst crosses 4 KiB"
                 read_rows += 1
@@ -788,26 +777,18 @@ def test_c0_loader_groups_entries_and_banks(rows, cols, fmt, m, k, n, load_c, se
     and reads nothing. Random AR/R speed, the collector's random use of a bank's write port
     (``bank_busy``) and banks freed after random delays."""
     print(f"seed {seed}")
-    cfg = EngineConfig(
-        mxu=MXUConfig(rows=rows, cols=cols, fmt=fmt), hbm=HBM1, m_block=16, acc_entries=64, a_buffer_bytes=512
-    )
+    cfg = _small_engine(rows, cols, fmt)
     regs = _descriptor(cfg, m, k, n)
     regs.update(FLAGS=int(load_c), C_BASE=regs["D_BASE"], C_STRIDE=_stride(4 * n))
-    blocking = engine_blocking(m, k, n, cfg)
     cl = C0Loader(cfg)
     dut = _Front(cfg, [cl], [cl.seq_read, cl.seq_store])
     rng = random.Random(seed)
     mem = np.random.default_rng(seed).integers(0, 256, 1 << 16, dtype=np.uint8)
 
     def c0(row, col):
-        at = regs["C_BASE"] + row * regs["C_STRIDE"] + 4 * col
-        return int.from_bytes(mem[at : at + 4].tobytes(), "little")
+        return _element(mem, regs["C_BASE"] + row * regs["C_STRIDE"] + 4 * col, 4)
 
-    nbs = -(-n // cols)
-    groups, m0 = [], 0  # (first row, rows, first n-block, n-blocks)
-    for mb, gb in zip(blocking["m_blocks"], blocking["block_g"], strict=True):
-        groups += [(m0, mb, nb0, min(gb, nbs - nb0)) for nb0 in range(0, nbs, gb)]
-        m0 += mb
+    groups = _groups(cfg, m, k, n)
 
     async def bench(ctx):
         await _start(ctx, dut.du, regs)
@@ -822,7 +803,7 @@ def test_c0_loader_groups_entries_and_banks(rows, cols, fmt, m, k, n, load_c, se
                     state[b_], free_at[b_] = AccState.FREE, None
             ctx.set(cl.acc_state, state)
             ctx.set(cl.bank_busy, rng.getrandbits(2) if rng.random() < 0.3 else 0)
-            r_ok, burst = _a_memory_cycle(ctx, cl, rng, mem, pending)
+            r_ok, burst = _memory_cycle(ctx, cl, rng, mem, pending)
             assert not burst or load_c, "C0 read without LOAD_C"
             if ctx.get(cl.start):
                 j, b_ = len(started), ctx.get(cl.start_bank)
