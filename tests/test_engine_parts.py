@@ -53,7 +53,7 @@ class _Front(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.du, m.submodules.seq = du, seq = self.du, self.seq
-        m.d.comb += [seq.desc.eq(du.desc), seq.prep.eq(du.prep)]
+        m.d.comb += [seq.desc.eq(du.desc), seq.prep.eq(du.prep), seq.g_final.eq(du.g_final)]
         for j, p in enumerate(self.parts):
             m.submodules[f"part{j}"] = p
             m.d.comb += [p.prep.eq(du.prep), p.go.eq(du.go)]
@@ -62,7 +62,7 @@ class _Front(Elaboratable):
             if hasattr(p, "run"):
                 m.d.comb += p.run.eq(du.run)
             if isinstance(p, BlockCursor):
-                m.d.comb += [p.g.eq(du.desc.g), p.nb.eq(du.desc.nb), p.counted.eq(1)]
+                m.d.comb += [p.nb.eq(du.desc.nb), p.counted.eq(1)]
         for j, port in enumerate(self.seq_ports):
             wiring.connect(m, port, getattr(seq, f"port{j}"))
         return m
@@ -845,3 +845,4 @@ def test_c0_loader_groups_entries_and_banks(rows, cols, fmt, m, k, n, load_c, se
         assert done == len(groups) and len(started) == len(groups), f"{done} of {len(groups)} groups"
 
     _run(dut, bench)
+

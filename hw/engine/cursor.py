@@ -15,13 +15,13 @@ class BlockCursor(EnginePart):
     """One loop's position: its m-block (an index into the sequencer's table) and its group of
     n-blocks within the m-block.
 
-    A block's groups take ``gb`` n-blocks each (``G``, or fewer for a long block: the table's ``need``
-    unless the block is ``small``), the last group what is left of ``nb`` n-blocks.
+    A block's groups take the table's ``gb`` n-blocks each (``G``, or fewer for a long block), the last
+    group what is left of ``nb`` n-blocks.
 
     Ports:
         seq: Out(:func:`~hw.engine.interface.seq_port_signature`): to the sequencer (``counted`` is
             driven from the ``counted`` input).
-        g: In, n-blocks per group (descriptor ``g``); nb: In, n-blocks of the GEMM (descriptor ``nb``).
+        nb: In, n-blocks of the GEMM (descriptor ``nb``).
         prep: In(1), strobe: back to block 0 (with the sequencer's ``prep``).
         go: In(1), strobe: first group, ``fin`` cleared (the loops start).
         counted: In(1): the loop holds the sequencer back.
@@ -41,7 +41,7 @@ class BlockCursor(EnginePart):
 
     def members(self, g: Geometry) -> dict:
         return {
-            "seq": Out(seq_port_signature(g)), "g": In(range(g.ACCD + 1)), "nb": In(g.D),
+            "seq": Out(seq_port_signature(g)), "nb": In(g.D),
             "prep": In(1), "go": In(1), "counted": In(1), "next_group": In(1), "next_mblock": In(1),
             "mb": Out(range(g.m_block + 1)), "nb0": Out(g.D), "gc": Out(range(g.ACCD + 1)),
             "last_mblock": Out(1), "last_group": Out(1), "ok": Out(1), "fin": Out(1),
@@ -53,11 +53,13 @@ class BlockCursor(EnginePart):
         idx = Signal(g.SQB)
         nb0 = Signal(g.D)
         remn = Signal(g.D)                 # n-blocks from nb0 to the end
+        after = Signal(g.D)                # n-blocks after this group (remn - gc, unless the last group)
         fin = Signal()
-        # the outputs are registers, loaded with the values of the state after each edge: four
-        # candidates from registers and the two table entries, chosen by the steps taken (in one
-        # cycle, block index -> table -> group size -> the loop's step -> block index was the
-        # engine's critical path)
+        # the outputs are registers, loaded with the values of the state after each edge: candidates
+        # from registers and the two table entries (each with its group size), chosen by the steps
+        # taken (in one cycle, block index -> table -> group size -> the loop's step -> block index
+        # was the engine's critical path); the n-blocks after a group are a register, so the next
+        # group's size is one compare away from registers
         mb, gc = Signal.like(self.mb), Signal.like(self.gc)
         last_mblock, last_group, ok = Signal(), Signal(), Signal()
         m.d.comb += [
@@ -66,15 +68,12 @@ class BlockCursor(EnginePart):
             self.gc.eq(gc), self.last_group.eq(last_group),
         ]
 
-        def load(rem, e_mb, e_need, e_small, e_last, e_ok):
-            gb = Mux(e_small | (self.g <= e_need), self.g, e_need)
-            return [mb.eq(e_mb), last_mblock.eq(e_last), ok.eq(e_ok), gc.eq(Mux(rem < gb, rem, gb)),
-                    last_group.eq(rem <= gb)]
+        def load(rem, e_mb, e_gb, e_last, e_ok):
+            return [mb.eq(e_mb), last_mblock.eq(e_last), ok.eq(e_ok), gc.eq(Mux(rem < e_gb, rem, e_gb)),
+                    last_group.eq(rem <= e_gb), after.eq(rem - e_gb)]
 
-        here = (s.mb, s.need, s.small, s.last, s.ok)
-        there = (s.n_mb, s.n_need, s.n_small, s.n_last, s.n_ok)
-        rest = Signal(g.D)
-        m.d.comb += rest.eq(remn - gc)
+        here = (s.mb, s.gb, s.last, s.ok)
+        there = (s.n_mb, s.n_gb, s.n_last, s.n_ok)
         new_mblock = [idx.eq(idx + 1), nb0.eq(0), remn.eq(self.nb), *load(self.nb, *there)]
         m.d.sync += load(remn, *here)
         with m.If(self.prep):
@@ -87,7 +86,7 @@ class BlockCursor(EnginePart):
             with m.If(last_group):
                 m.d.sync += new_mblock
             with m.Else():
-                m.d.sync += [nb0.eq(nb0 + gc), remn.eq(rest), *load(rest, *here)]
+                m.d.sync += [nb0.eq(nb0 + gc), remn.eq(after), *load(after, *here)]
             m.d.sync += fin.eq(last_group & last_mblock)
         return m
 
@@ -99,6 +98,6 @@ def attach_cursor(m, name: str, component, seq, counted=1) -> BlockCursor:
     m.submodules[name] = cur = BlockCursor(component.config)
     wiring.connect(m, wiring.flipped(seq), cur.seq)
     d = component.desc
-    m.d.comb += [cur.g.eq(d.g), cur.nb.eq(d.nb), cur.prep.eq(component.prep), cur.go.eq(component.go),
+    m.d.comb += [cur.nb.eq(d.nb), cur.prep.eq(component.prep), cur.go.eq(component.go),
                  cur.counted.eq(counted)]
     return cur

@@ -50,6 +50,8 @@ class DescriptorUnit(EnginePart):
         bus_error: In(1): a SLVERR response this cycle (sets STATUS.BUS_ERROR until the next START).
         desc: Out(:func:`~hw.engine.interface.descriptor_layout`), valid from ``prep`` to DONE.
         prep, go: Out(1), one-cycle strobes (sequencer start; loops reset); run: Out(1), the loops run.
+        g_final: Out(1): ``desc.g`` has its final value (from G's last cycle, the cycle before ``go``,
+            to DONE; the sequencer's table entries carry the group size derived from it).
         started: Out(1), strobe: a START was taken (the performance counters clear).
         counting: Out(1): BUSY and not DONE (the cycles of CYCLES).
         status: Out(32), the STATUS register value; cycles: Out(32), CYCLES.
@@ -62,7 +64,8 @@ class DescriptorUnit(EnginePart):
         members = {f"reg_{name}": In(32) for name in CSRBlock.RW}
         members.update({
             "start": In(1), "done_clear": In(1), "all_done": In(1), "bus_error": In(1),
-            "desc": Out(descriptor_layout(g)), "prep": Out(1), "go": Out(1), "run": Out(1), "started": Out(1),
+            "desc": Out(descriptor_layout(g)), "prep": Out(1), "go": Out(1), "g_final": Out(1), "run": Out(1),
+            "started": Out(1),
             "counting": Out(1), "status": Out(32), "cycles": Out(32),
         })
         return members
@@ -164,21 +167,25 @@ class DescriptorUnit(EnginePart):
                     m.next = "MB"
             with m.State("MB"):
                 with m.If(~div_busy):
-                    m.d.sync += [d.mbmax.eq(mux_min(mux_min(div_q, d.m), cfg.m_block)), loop_n.eq(0),
+                    m.d.sync += [d.mbmax.eq(mux_min(mux_min(div_q, d.m), cfg.m_block)), loop_n.eq(0), d.g.eq(0),
                                  loop_p.eq(0), loop_s.eq(0), prep.eq(1)]
                     m.next = "G"
             with m.State("G"):
                 # few n-blocks per group keep the exposed write-back of the last group short
                 with m.If((loop_n < d.nb) & (loop_p + d.mbmax <= g.ACCD) & (loop_s < g.DEP_BEATS)):
-                    m.d.sync += [loop_n.eq(loop_n + 1), loop_p.eq(loop_p + d.mbmax),
+                    m.d.sync += [loop_n.eq(loop_n + 1), d.g.eq(loop_n + 1), loop_p.eq(loop_p + d.mbmax),
                                  loop_s.eq(loop_s + mux_min(g.MFIRST, d.mbmax))]
                 with m.Else():
-                    m.d.sync += [d.g.eq(loop_n), go.eq(1)]
+                    # g (counted in place) is final in this cycle: the sequencer may write its table
+                    m.d.comb += self.g_final.eq(1)
+                    m.d.sync += go.eq(1)
                     m.next = "GO"
             with m.State("GO"):      # the loops reset in this cycle
+                m.d.comb += self.g_final.eq(1)
                 m.d.sync += run.eq(1)
                 m.next = "RUN"
             with m.State("RUN"):
+                m.d.comb += self.g_final.eq(1)
                 with m.If(self.all_done):
                     m.d.sync += [run.eq(0), busy.eq(0), done.eq(1)]
                     m.next = "IDLE"

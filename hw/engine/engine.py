@@ -157,7 +157,7 @@ class GEMMEngine(wiring.Component):
             du.start.eq(csr.start), du.done_clear.eq(csr.done_clear), du.all_done.eq(
                 du.run & ~du.go & wa.idle & wd.idle),
             csr.status.eq(du.status), csr.cycles.eq(du.cycles), self.irq.eq(du.status[1] & csr.irq_en),
-            seq.desc.eq(du.desc), seq.prep.eq(du.prep),
+            seq.desc.eq(du.desc), seq.prep.eq(du.prep), seq.g_final.eq(du.g_final),
             perf.started.eq(du.started), perf.counting.eq(du.counting), perf.why.eq(fd.why),
             perf.act_valid.eq(mxu.act.valid), perf.act_ready.eq(mxu.act.ready),
         ]

@@ -156,17 +156,15 @@ def seq_port_signature(g: Geometry) -> wiring.Signature:
     """A loop's lookup into the m-block sequencer's table (loop side; the sequencer takes it flipped).
 
     ``idx`` (``SQB`` bits): the loop's block index; ``counted``: the loop holds the sequencer back
-    (it may not overwrite a block the loop has not left). ``mb`` (rows), ``need`` (n-blocks whose rows
-    cover the K-chain distance, 1..8), ``small`` (fewer rows than DEP_BEATS / 8), ``last`` (the GEMM's
-    last m-block): the table entry at ``idx``; ``ok``: that entry has been written. ``n_mb``,
-    ``n_need``, ``n_small``, ``n_last``, ``n_ok``: the same for the entry at ``idx + 1`` (the cursor
-    registers its next block's values before it steps there).
+    (it may not overwrite a block the loop has not left). ``mb`` (rows), ``gb`` (n-blocks per group,
+    1 .. ACCD), ``last`` (the GEMM's last m-block): the table entry at ``idx``; ``ok``: that entry has
+    been written. ``n_mb``, ``n_gb``, ``n_last``, ``n_ok``: the same for the entry at ``idx + 1`` (the
+    cursor registers its next block's values before it steps there).
     """
     return wiring.Signature({
         "idx": Out(g.SQB), "counted": Out(1),
-        "mb": In(range(g.m_block + 1)), "need": In(range(9)), "small": In(1), "last": In(1), "ok": In(1),
-        "n_mb": In(range(g.m_block + 1)), "n_need": In(range(9)), "n_small": In(1), "n_last": In(1),
-        "n_ok": In(1),
+        "mb": In(range(g.m_block + 1)), "gb": In(range(g.ACCD + 1)), "last": In(1), "ok": In(1),
+        "n_mb": In(range(g.m_block + 1)), "n_gb": In(range(g.ACCD + 1)), "n_last": In(1), "n_ok": In(1),
     })
 
 

@@ -25,15 +25,19 @@ class BlockSequencer(EnginePart):
     block would be too many for one block and too few for two of MINM, this block takes
     rem - 2 MINM rows and two MINM-row blocks follow.
 
-    Each entry holds the block's rows ``mb``, ``need`` (the fewest n-blocks whose rows cover the
-    K-chain distance DEP_BEATS, at most 8), ``small`` (mb < DEP_BEATS / 8) and ``last``. Block j is
+    Each entry holds the block's rows ``mb``, its group size ``gb`` and ``last``. ``gb`` is the
+    descriptor's ``g`` (n-blocks per group) for a ``small`` block (mb < DEP_BEATS / 8 rows), else the
+    smaller of ``g`` and ``need``, the fewest n-blocks whose rows cover the K-chain distance
+    DEP_BEATS (at most 8): computed here once per block, so the loops' cursors only look it up. Block j is
     written only when every counted loop has left block j - SEQ_DEPTH; a loop reads ``ok`` while its
     block is in the table. Each port looks up the entries at its ``idx`` and ``idx + 1``.
 
     Ports:
-        desc: In(:func:`~hw.engine.interface.descriptor_layout`): uses ``m``, ``mbmax``, ``ramp``.
+        desc: In(:func:`~hw.engine.interface.descriptor_layout`): uses ``m``, ``mbmax``, ``ramp``, ``g``.
         prep: In(1), one-cycle strobe: start a new GEMM's table (the cycle before the group size is
-            computed, so block 0 is in the table when the loops start).
+            computed, so block 0's rows are known when it is; block 0 is in the table when the loops
+            start).
+        g_final: In(1): the descriptor's ``g`` is final (no entry is written before).
         port0 .. port<ports-1>: In(:func:`~hw.engine.interface.seq_port_signature`): one per loop.
 
     Args:
@@ -52,7 +56,7 @@ class BlockSequencer(EnginePart):
         super().__init__(config)
 
     def members(self, g: Geometry) -> dict:
-        members = {"desc": In(descriptor_layout(g)), "prep": In(1)}
+        members = {"desc": In(descriptor_layout(g)), "prep": In(1), "g_final": In(1)}
         members.update({f"port{j}": In(seq_port_signature(g)) for j in range(self.ports)})
         return members
 
@@ -61,8 +65,7 @@ class BlockSequencer(EnginePart):
         g, d = self.geom, self.desc
         MINM, TAIL, DEP, SQB, mbits = g.MINM, g.TAIL, g.DEP_BEATS, g.SQB, range(g.m_block + 1)
         t_mb = Array(Signal(mbits, name=f"seq{j}_mb") for j in range(g.SEQ_DEPTH))
-        t_need = Array(Signal(range(9), name=f"seq{j}_need") for j in range(g.SEQ_DEPTH))
-        t_small = Array(Signal(name=f"seq{j}_small") for j in range(g.SEQ_DEPTH))
+        t_gb = Array(Signal(range(g.ACCD + 1), name=f"seq{j}_gb") for j in range(g.SEQ_DEPTH))
         t_last = Array(Signal(name=f"seq{j}_last") for j in range(g.SEQ_DEPTH))
         cnt = Signal(SQB)                  # blocks written
         rem = Signal(g.D)                  # rows after the blocks written
@@ -80,20 +83,23 @@ class BlockSequencer(EnginePart):
                        Mux(rem <= mbmax, rem,
                            Mux(rem >= 2 * MINM, rem - MINM, mux_min((rem + 1) >> 1, cap)))))
         mb_v = Mux((mb_p == rem) & (rem >= TAIL + MINM), rem - TAIL, mb_p)
-        # mb * j < DEP is mb < ceil(DEP / j): constants, no multiplier per j
-        need = Const(1, range(9))
+        # need = 1 + #{j in 1..7: mb * j < DEP}, and mb * j < DEP is mb < ceil(DEP / j) (constants, no
+        # multiplier); min(g, need) counts only the j < g, so the group size is one sum, no compare of
+        # g with need after it
+        gb_v = Const(1, range(g.ACCD + 1))
         for j in range(1, 8):
-            need = need + (mb < -(-DEP // j))
+            gb_v = gb_v + ((mb < -(-DEP // j)) & (d.g > j))
+        gb_v = Mux(mb < -(-DEP // 8), d.g, gb_v)
         grown = cap + Mux((cap >> 1) == 0, 1, cap >> 1)
         with m.If(self.prep):
             m.d.sync += [cnt.eq(0), rem.eq(d.m), cap.eq(mux_min(g.MFIRST, mbmax)), first.eq(1), ph.eq(0),
                          done.eq(0)]
         with m.Elif(~done & ~ph):
             m.d.sync += [mb.eq(mb_v), ph.eq(1)]
-        with m.Elif(~done & free):
+        with m.Elif(~done & free & self.g_final):
             j = cnt[:SQB - 1]
             m.d.sync += [
-                t_mb[j].eq(mb), t_need[j].eq(need), t_small[j].eq(mb < -(-DEP // 8)), t_last[j].eq(mb == rem),
+                t_mb[j].eq(mb), t_gb[j].eq(gb_v), t_last[j].eq(mb == rem),
                 cnt.eq(cnt + 1), rem.eq(rem - mb), first.eq(0), ph.eq(0), done.eq(mb == rem),
                 # with ramp the second block keeps the first block's cap
                 cap.eq(Mux(d.ramp, Mux(~first, mux_min(grown, mbmax), cap), mbmax)),
@@ -102,11 +108,11 @@ class BlockSequencer(EnginePart):
         for p in ports:
             j = p.idx[:SQB - 1]
             nxt = Signal(SQB)
-            m.d.comb += [p.mb.eq(t_mb[j]), p.need.eq(t_need[j]), p.small.eq(t_small[j]), p.last.eq(t_last[j]),
-                         p.ok.eq(p.idx != cnt), nxt.eq(p.idx + 1)]
+            m.d.comb += [p.mb.eq(t_mb[j]), p.gb.eq(t_gb[j]), p.last.eq(t_last[j]), p.ok.eq(p.idx != cnt),
+                         nxt.eq(p.idx + 1)]
             jn = nxt[:SQB - 1]
-            m.d.comb += [p.n_mb.eq(t_mb[jn]), p.n_need.eq(t_need[jn]), p.n_small.eq(t_small[jn]),
-                         p.n_last.eq(t_last[jn]), p.n_ok.eq((p.idx != cnt) & (nxt != cnt))]
+            m.d.comb += [p.n_mb.eq(t_mb[jn]), p.n_gb.eq(t_gb[jn]), p.n_last.eq(t_last[jn]),
+                         p.n_ok.eq((p.idx != cnt) & (nxt != cnt))]
         # block cnt may be written when every counted loop is past block cnt - SEQ_DEPTH
         m.d.comb += free.eq(Cat(*(~p.counted | ~(cnt - p.idx)[SQB - 1] for p in ports)).all())
         return m
