@@ -72,22 +72,32 @@ class Accumulator(EnginePart):
         o_i = Signal(range(g.m_block + 1))
         o_addr = Signal(range(g.ACCD + 1))
         o_bank = Signal()
+        # loop ends from registers (as in the feeder): at count 0 the limit's compare with 1 (the
+        # cursor's mb and gc are registers, stable while the collector is in the group), after it a
+        # flag loaded with each increment (count + 2 == limit): no adder in front of the cursor's step
+        o_i0, o_g0, o_kb0 = Signal(init=1), Signal(init=1), Signal(init=1)    # o_i, o_g, o_kb == 0
+        i_last_r, g_last_r, kb_last_r = Signal(), Signal(), Signal()
+        i_last, g_last, kb_last = Signal(), Signal(), Signal()
+        m.d.comb += [i_last.eq(Mux(o_i0, co.mb == 1, i_last_r)), g_last.eq(Mux(o_g0, co.gc == 1, g_last_r)),
+                     kb_last.eq(Mux(o_kb0, d.kb == 1, kb_last_r))]
         with m.If(self.go):
-            m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0)]
+            m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0), o_i0.eq(1), o_g0.eq(1),
+                         o_kb0.eq(1)]
         beat = self.out.valid
         m.d.comb += [self.out.ready.eq(1), self.bank_busy.eq(Mux(beat, 1 << o_bank, 0))]
-        group_end = (o_i + 1 == co.mb) & (o_g + 1 == co.gc) & (o_kb + 1 == d.kb)
+        group_end = i_last & g_last & kb_last
         with m.If(beat):
-            with m.If(o_i + 1 != co.mb):
-                m.d.sync += [o_i.eq(o_i + 1), o_addr.eq(o_addr + 1)]
+            with m.If(~i_last):
+                m.d.sync += [o_i.eq(o_i + 1), o_addr.eq(o_addr + 1), o_i0.eq(0), i_last_r.eq(o_i + 2 == co.mb)]
             with m.Else():
-                m.d.sync += o_i.eq(0)
-                with m.If(o_g + 1 != co.gc):
-                    m.d.sync += [o_g.eq(o_g + 1), o_addr.eq(o_addr + 1)]
-                with m.Elif(o_kb + 1 != d.kb):
-                    m.d.sync += [o_g.eq(0), o_kb.eq(o_kb + 1), o_addr.eq(0)]
+                m.d.sync += [o_i.eq(0), o_i0.eq(1)]
+                with m.If(~g_last):
+                    m.d.sync += [o_g.eq(o_g + 1), o_addr.eq(o_addr + 1), o_g0.eq(0), g_last_r.eq(o_g + 2 == co.gc)]
+                with m.Elif(~kb_last):
+                    m.d.sync += [o_g.eq(0), o_g0.eq(1), o_kb.eq(o_kb + 1), o_addr.eq(0), o_kb0.eq(0),
+                                 kb_last_r.eq(o_kb + 2 == d.kb)]
                 with m.Else():
-                    m.d.sync += [o_g.eq(0), o_kb.eq(0), o_addr.eq(0), o_bank.eq(~o_bank)]
+                    m.d.sync += [o_g.eq(0), o_g0.eq(1), o_kb.eq(0), o_kb0.eq(1), o_addr.eq(0), o_bank.eq(~o_bank)]
                     m.d.comb += co.next_group.eq(1)
 
         # ---- banks: one write port (the collector, or the C0 loader: never the same bank at once)
