@@ -7,8 +7,9 @@ m-block sequencer in front of them (the registers a host writes), so a bug is fo
 the sequencer's blocks and groups against :func:`verif.cycles.engine_blocking`, the A loader's bursts
 and the words it stores, the weight loader's rows in tile order with their +0 padding, the C0
 loader's groups, entries and bank hand-shake, the feeder's
-activation beats (behind a real A loader) and its wait for the write-back, the write-back's bursts,
-byte enables and bf16 rounding, each under random back-pressure on its streams.
+activation beats (behind a real A loader) and its wait for the write-back, the accumulator's entries
+and bank states, the write-back's bursts, byte enables and bf16 rounding, each under random
+back-pressure on its streams; the performance counters' one counter per cycle.
 """
 
 from __future__ import annotations
@@ -846,3 +847,181 @@ def test_c0_loader_groups_entries_and_banks(rows, cols, fmt, m, k, n, load_c, se
 
     _run(dut, bench)
 
+
+# (rows, cols, fmt, M, K, N, LOAD_C): several m-blocks and groups of several n-blocks and k-blocks,
+# groups of one n-block, an m-block of one row and a single k-block (each loop end at its first count)
+ACC_CASES = [
+    (4, 4, "bf16", 37, 22, 9, True),
+    (8, 8, "int8", 20, 70, 17, False),
+    (2, 2, "bf16", 5, 7, 13, True),
+    (2, 2, "int8", 1, 2, 3, True),
+    (4, 4, "int8", 17, 9, 3, False),
+]
+
+
+@pytest.mark.parametrize(
+    "rows,cols,fmt,m,k,n,load_c",
+    ACC_CASES,
+    ids=[f"{c[0]}x{c[1]}-{c[2]}-{c[3]}x{c[4]}x{c[5]}-{'c0' if c[6] else 'no-c0'}" for c in ACC_CASES],
+)
+def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k, n, load_c, seed):
+    """The collector writes each output beat (k-block, n-block g of the group, row i) into entry
+    g * mb + i of the group's bank, the group's last beat makes the bank DONE, and the banks follow
+    FREE -> (LOADING ->) READY -> DONE -> FREE with the C0 loader's and the write-back's strobes;
+    ``wcount`` counts the beats since the bank was freed, ``bank_busy`` names the bank written, and a
+    C0 beat writes only its lanes. Beats at random moments, C0 entries in random order with random
+    lanes, banks read back (feeder port after C0, write-back port after DONE) and freed at random."""
+    print(f"seed {seed}")
+    cfg = _small_engine(rows, cols, fmt)
+    regs = _descriptor(cfg, m, k, n)
+    regs.update(FLAGS=int(load_c), C_BASE=regs["D_BASE"], C_STRIDE=_stride(4 * n))
+    acc = Accumulator(cfg)
+    dut = _Front(cfg, [acc], [acc.seq])
+    rng = random.Random(seed)
+    groups = _groups(cfg, m, k, n)
+    kbs = -(-k // rows)
+    mask = (1 << 32 * cols) - 1
+    S = AccState
+
+    async def bench(ctx):
+        await _start(ctx, dut.du, regs)
+        for _ in range(200):
+            if ctx.get(dut.du.run):
+                break
+            await ctx.tick()
+        assert ctx.get(dut.du.run), f"descriptor rejected: STATUS {ctx.get(dut.du.status):#x}"
+        mem = [[0] * cfg.acc_entries, [0] * cfg.acc_entries]  # the model of both banks
+        state, wcount = [S.FREE, S.FREE], [0, 0]
+        beats = {}  # group -> its remaining (entry, last) beats in the collector's order
+        c0_left = {}  # group -> its remaining (entry, lanes) C0 writes
+        cj, oj, wj = 0, 0, 0  # next group to start, to collect, to write back
+        fd_read = wb_read = None  # (bank, entry) read at the last edge
+        wb_left = None  # the entries of group wj still to read back
+        for cycle in range(100000):
+            if wj == len(groups):
+                break
+            for b in range(2):
+                assert (ctx.get(acc.state[b]), ctx.get(acc.wcount[b])) == (state[b], wcount[b]), f"bank {b}, {cycle}"
+            # a read returns the entry as it was before the edge that read it (the write of that edge
+            # is not forwarded)
+            if fd_read is not None:
+                assert ctx.get(acc.fd_data[fd_read[0]]) == fd_read[2], f"feeder port, bank and entry {fd_read[:2]}"
+            if wb_read is not None:
+                assert ctx.get(acc.wb_data[wb_read[0]]) == wb_read[2], f"write-back port, bank and entry {wb_read[:2]}"
+            fd_read = wb_read = None
+            # the collector: the next beat of group oj once its bank is READY
+            beat = None
+            if oj < cj and state[oj % 2] == S.READY and rng.random() < 0.6:
+                entry, last = beats[oj].pop(0)
+                beat = (oj % 2, entry, rng.getrandbits(32 * cols), last)
+            ctx.set(acc.out.valid, beat is not None)
+            ctx.set(acc.out.payload, 0 if beat is None else beat[2])
+            assert ctx.get(acc.bank_busy) == (0 if beat is None else 1 << beat[0])
+            # the C0 loader: start the next group in a FREE bank, or store one C0 entry, or finish
+            start = done = c0 = None
+            loading = [j for j in c0_left if state[j % 2] == S.LOADING]
+            if loading and not c0_left[loading[0]]:
+                done = loading[0] % 2
+                del c0_left[loading[0]]
+            elif loading and (beat is None or beat[0] != loading[0] % 2) and rng.random() < 0.6:
+                entry, lanes = c0_left[loading[0]].pop(0)
+                c0 = (loading[0] % 2, entry, rng.getrandbits(32 * cols), lanes)
+            elif cj < len(groups) and not loading and state[cj % 2] == S.FREE and rng.random() < 0.3:
+                start, (_, mb, _, gc) = cj % 2, groups[cj]
+                order = [g * mb + i for _ in range(kbs) for g in range(gc) for i in range(mb)]
+                beats[cj] = [(e, q == len(order) - 1) for q, e in enumerate(order)]
+                entries = list(range(gc * mb))
+                rng.shuffle(entries)
+                c0_left[cj] = [(e, rng.getrandbits(cols)) for e in entries] if load_c else []
+                if not load_c:
+                    del c0_left[cj]
+                cj += 1
+            ctx.set(acc.c0_start, start is not None)
+            ctx.set(acc.c0_start_bank, start or 0)
+            ctx.set(acc.c0_done, done is not None)
+            ctx.set(acc.c0_done_bank, done or 0)
+            ctx.set(acc.c0_valid, c0 is not None)
+            if c0 is not None:
+                ctx.set(acc.c0_bank, c0[0])
+                ctx.set(acc.c0_addr, c0[1])
+                ctx.set(acc.c0_data, c0[2])
+                ctx.set(acc.c0_lanes, c0[3])
+            # read a READY bank's entry through the feeder's port, a DONE bank's through the write-back's
+            ready = [b for b in range(2) if state[b] == S.READY]
+            ctx.set(acc.fd_en, bool(ready))
+            if ready:
+                b = ready[0]
+                e = rng.randrange(cfg.acc_entries)
+                fd_read = (b, e, mem[b][e])
+                ctx.set(acc.fd_addr, e)
+            free = None
+            if wj < oj and state[wj % 2] == S.DONE:
+                if wb_left is None:
+                    _, mb, _, gc = groups[wj]
+                    wb_left = list(range(gc * mb))
+                if not wb_left and rng.random() < 0.5:
+                    free, wb_left = wj % 2, None
+                    wj += 1
+                elif wb_left and rng.random() < 0.7:
+                    e = wb_left.pop(0)
+                    wb_read = (wj % 2, e, mem[wj % 2][e])
+            ctx.set(acc.wb_en, wb_read is not None)
+            if wb_read is not None:
+                ctx.set(acc.wb_addr, wb_read[1])
+            ctx.set(acc.wb_free, free is not None)
+            ctx.set(acc.wb_free_bank, free or 0)
+            await ctx.tick()
+            # the model after the edge
+            if start is not None:
+                state[start] = S.LOADING if load_c else S.READY
+            if done is not None:
+                state[done] = S.READY
+            if c0 is not None:
+                b, e, data, lanes = c0
+                lane = sum(0xFFFFFFFF << (32 * c) for c in range(cols) if lanes >> c & 1)
+                mem[b][e] = (mem[b][e] & ~lane | data & lane) & mask
+            if beat is not None:
+                b, e, data, last = beat
+                mem[b][e] = data
+                wcount[b] += 1
+                if last:
+                    state[b] = S.DONE
+                    oj += 1
+            if free is not None:
+                state[free], wcount[free] = S.FREE, 0
+        assert wj == len(groups), f"{wj} of {len(groups)} groups written back"
+
+    _run(dut, bench)
+
+
+def test_perf_counters_count_each_cycle_once(seed):
+    """Each counting cycle adds one to exactly one counter: FEED (valid and ready), WAIT_W (valid, not
+    ready) or, with no beat offered, the counter of the feeder's reason (none for SETUP); nothing
+    counts outside ``counting``, and ``started`` clears them all."""
+    print(f"seed {seed}")
+    from hw.engine.csr import PERF_COUNTERS
+    from hw.engine.interface import Why
+    from hw.engine.perf import PerfCounters
+
+    dut = PerfCounters()
+    rng = random.Random(seed)
+    why_name = {Why.A: "PERF_WAIT_A", Why.ACC: "PERF_WAIT_ACC", Why.DEP: "PERF_WAIT_DEP", Why.DRAIN: "PERF_DRAIN"}
+
+    async def bench(ctx):
+        want = dict.fromkeys(PERF_COUNTERS, 0)
+        for cycle in range(3000):
+            assert {x: ctx.get(getattr(dut, x.lower())) for x in PERF_COUNTERS} == want, f"cycle {cycle}"
+            started, counting = rng.random() < 0.01, rng.random() < 0.8
+            valid, ready, why = rng.random() < 0.5, rng.random() < 0.5, rng.choice(list(Why))
+            for port, v in (("started", started), ("counting", counting), ("act_valid", valid), ("act_ready", ready)):
+                ctx.set(getattr(dut, port), v)
+            ctx.set(dut.why, why)
+            await ctx.tick()
+            if started:
+                want = dict.fromkeys(PERF_COUNTERS, 0)
+            elif counting:
+                name = "PERF_FEED" if valid and ready else "PERF_WAIT_W" if valid else why_name.get(why)
+                if name is not None:
+                    want[name] += 1
+
+    _run(dut, bench)
