@@ -58,17 +58,33 @@ class WeightLoader(EnginePart):
                 return nbC * ob, (cols_real * ob + BB - 1) >> lg(BB), cols_real
             return ((nbC * ob) >> lg(BB)) << lg(BB), Const(1, 2), cols_real
 
-        def tile_step(cur, kb, k0, gi, nbC, then=lambda step, nbC, k0: []):
+        def loop_ends(p, cur, kb, gi):
+            """Whether a tile is its group's last n-block and last k-block, from registers: at count 0
+            the limit's compare with 1 (the cursor's gc is a register), after it a flag loaded at
+            each increment with count + 2 == limit, so no adder is in front of the cursor's step.
+            Returns (g_last, kb_last, the flags' statements for each step of :func:`tile_step`)."""
+            g0, kb0 = Signal(init=1, name=f"{p}_g0"), Signal(init=1, name=f"{p}_kb0")
+            g_r, kb_r = Signal(name=f"{p}_g_last"), Signal(name=f"{p}_kb_last")
+            with m.If(self.go):
+                m.d.sync += [g0.eq(1), kb0.eq(1)]
+            step = {"tile": [g0.eq(0), g_r.eq(gi + 2 == cur.gc)],
+                    "kb": [g0.eq(1), kb0.eq(0), kb_r.eq(kb + 2 == d.kb)], "group": [g0.eq(1), kb0.eq(1)]}
+            return Mux(g0, cur.gc == 1, g_r), Mux(kb0, d.kb == 1, kb_r), step
+
+        def tile_step(cur, kb, k0, gi, nbC, ends, then=lambda step, nbC, k0: []):
             """Advance (k-block, n-block of the group) after a tile (emitted under the current If);
-            ``then(step, new nbC, new k0)`` adds the statements of the step "tile", "kb" or "group"."""
-            with m.If(gi + 1 != cur.gc):
-                m.d.sync += [gi.eq(gi + 1), nbC.eq(nbC + C), *then("tile", nbC + C, k0)]
-            with m.Elif(kb + 1 != d.kb):
-                m.d.sync += [gi.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(cur.nb0 << lgC),
+            ``ends`` from :func:`loop_ends`; ``then(step, new nbC, new k0)`` adds the statements of
+            the step "tile", "kb" or "group"."""
+            g_last, kb_last, flags = ends
+            with m.If(~g_last):
+                m.d.sync += [gi.eq(gi + 1), nbC.eq(nbC + C), *flags["tile"], *then("tile", nbC + C, k0)]
+            with m.Elif(~kb_last):
+                m.d.sync += [gi.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(cur.nb0 << lgC), *flags["kb"],
                              *then("kb", cur.nb0 << lgC, k0 + R)]
             with m.Else():
                 nbC_next = Mux(cur.last_group, 0, (cur.nb0 + cur.gc) << lgC)
-                m.d.sync += [gi.eq(0), kb.eq(0), k0.eq(0), nbC.eq(nbC_next), *then("group", nbC_next, 0)]
+                m.d.sync += [gi.eq(0), kb.eq(0), k0.eq(0), nbC.eq(nbC_next), *flags["group"],
+                             *then("group", nbC_next, 0)]
                 m.d.comb += cur.next_group.eq(1)
 
         def counters(p):
@@ -80,6 +96,7 @@ class WeightLoader(EnginePart):
         m.submodules.split = sp = BurstSplitter(g.A32, BB)
         wiring.connect(m, wiring.flipped(self.ar), sp.ax)
         wi_kb, wi_k0, wi_g, wi_nbC, wi_r = counters("wi")
+        wi_ends = loop_ends("wi", wi, wi_kb, wi_g)
         wi_kbase = Signal(g.A32 + D + 9)
         # (2R - 1) * B_STRIDE, the next k-block's last row from this one's base: one adder in the
         # loop instead of two (the descriptor is latched long before go)
@@ -116,17 +133,26 @@ class WeightLoader(EnginePart):
                              wi_real.eq((wi_k0 + wi_r - 1) < d.k)]
             with m.Else():
                 m.d.sync += wi_r.eq(R - 1)
-                tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC, then=wi_next_tile)
+                tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC, wi_ends, then=wi_next_tile)
 
         # ---- assembly: beats -> weight rows -> FIFO
         wa = attach_cursor(m, "rows_cursor", self, self.seq_rows)
         wa_kb, wa_k0, wa_g, wa_nbC, wa_r = counters("wa")
+        wa_ends = loop_ends("wa", wa, wa_kb, wa_g)
         wa_q = Signal(range(WS + 1))
         wa_data = Signal(C * w)              # lanes of the beats before the row's last one
+        # the row's beats, real columns and whether it exists are registers, loaded for the next
+        # row (as the read side's request): the descriptor compares and the row-geometry arithmetic
+        # are not in front of R's ready, the FIFO's write and the loop's step
+        wa_beats, wa_cols, wa_real = Signal(range(WS + 2)), Signal(range(C + 1)), Signal()
+
+        def wa_row(nbC, k0, r):
+            _, beats, cols = row_geometry(nbC)
+            return [wa_beats.eq(beats), wa_cols.eq(cols), wa_real.eq((k0 + r) < d.k)]
+
         with m.If(self.go):
-            m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0)]
-        _, wa_beats, wa_cols = row_geometry(wa_nbC)
-        wa_real = (wa_k0 + wa_r) < d.k
+            m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0),
+                         *wa_row(0, 0, R - 1)]
         wa_active = self.run & wa.ok & ~wa.fin
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=C * w, depth=max(16, 4 * R))
         last_beat = wa_q + 1 == wa_beats
@@ -154,9 +180,9 @@ class WeightLoader(EnginePart):
         m.d.comb += [fifo.w_data.eq(masked), fifo.w_en.eq(push)]
         with m.If(push):
             with m.If(wa_r != 0):
-                m.d.sync += wa_r.eq(wa_r - 1)
+                m.d.sync += [wa_r.eq(wa_r - 1), wa_real.eq((wa_k0 + wa_r - 1) < d.k)]
             with m.Else():
                 m.d.sync += wa_r.eq(R - 1)
-                tile_step(wa, wa_kb, wa_k0, wa_g, wa_nbC)
+                tile_step(wa, wa_kb, wa_k0, wa_g, wa_nbC, wa_ends, then=lambda step, nbC, k0: wa_row(nbC, k0, R - 1))
         m.d.comb += [self.wgt.valid.eq(fifo.r_rdy), self.wgt.payload.eq(fifo.r_data), fifo.r_en.eq(self.wgt.ready)]
         return m
