@@ -659,6 +659,8 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
             ctx.set(fd.c0_start, start)
             ctx.set(fd.acc_state, [AccState.READY, AccState.READY])
             ctx.set(fd.wcount, wcount)
+            # the writes that raise a bank's count at the next edge
+            ctx.set(fd.acc_wr, sum(1 << (wg % 2) for t, wg in writes if t == cycle + 1 and w_group[wg % 2] == wg))
             w_seen.append(list(wcount))
             if acc_next is not None:
                 ctx.set(fd.acc_rd_data, acc_next)

@@ -38,6 +38,8 @@ class Feeder(EnginePart):
         a_full: In(2), a_store_bank: In(1), a_progress: In(D): from the A loader.
         a_rd_addr: Out(lg(ABUF_DEPTH) + 1), a_rd_en: Out(1), a_rd_data: In(NSUB * 256): A bank read.
         acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks;
+        acc_wr: In(2): the collector writes bank b in this cycle (its ``wcount`` is one higher after
+            the edge);
         c0_bank: In(1), c0_row: In: where the C0 loader's store side is; c0_start: In(1): the C0
             loader starts a group (strobe).
         acc_rd_addr: Out, acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)): accumulator read.
@@ -58,6 +60,7 @@ class Feeder(EnginePart):
             "a_full": In(2), "a_store_bank": In(1), "a_progress": In(g.D),
             "a_rd_addr": Out(lg(g.ABUF_DEPTH) + 1), "a_rd_en": Out(1), "a_rd_data": In(g.NSUB * BEAT_BYTES * 8),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
+            "acc_wr": In(2),
             "c0_bank": In(1), "c0_row": In(range(g.m_block + 1)), "c0_start": In(1),
             "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
             "act": Out(stream.Signature(g.R * g.w + entry + 1)),
@@ -105,7 +108,16 @@ class Feeder(EnginePart):
         f_started = Signal(2)
         acc_ok = Mux(f_cbank, acc_ok_b[1], acc_ok_b[0]) & (f_started != 0)
         # k-block >= 1 continues an output: it must have been written back (K-chain dependency)
-        dep_ok = f_kb0 | Mux(f_cbank, self.wcount[1] > f_q1, self.wcount[0] > f_q1)
+        # (from registers: the compare of this cycle's count with f_q1 and with f_q1 + 1, made a
+        # cycle ahead from the count after the edge; the fire of that cycle chooses. Exact while it
+        # matters (k-block >= 1): the bank is the group's, which the write-back cannot free before
+        # the group is fed, and f_q1 changes only by the fire's increment. The compare's carry chain
+        # was in front of the issue decision, the engine's critical path.)
+        dep_same, dep_inc, q1_inc = Signal(), Signal(), Signal()
+        w_next = [self.wcount[b] + self.acc_wr[b] for b in range(2)]
+        m.d.sync += [dep_same.eq(Mux(f_cbank, w_next[1] > f_q1, w_next[0] > f_q1)),
+                     dep_inc.eq(Mux(f_cbank, w_next[1] > f_q1 + 1, w_next[0] > f_q1 + 1))]
+        dep_ok = f_kb0 | Mux(q1_inc, dep_inc, dep_same)
         ok = Signal()
         m.d.comb += ok.eq(self.run & fd.ok & ~fd.fin & a_ok & acc_ok & dep_ok)
 
@@ -156,6 +168,7 @@ class Feeder(EnginePart):
         m.d.comb += [word_row.eq(f_word + d.wpr), word_kb.eq(f_kb >> lgCPW), word_kb1.eq((f_kb + 1) >> lgCPW)]
         a_cur = self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, ~i_last, ~g_last, ~kb_last,
                              fd.last_group, a_ok, fire)
+        m.d.sync += q1_inc.eq(fire & ~f_kb0)
         with m.If(fire):
             m.d.sync += [s1_swap.eq(f_i0), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
                          s1_a.eq(self._a_pad(a_cur, Mux(f_rem < R, f_rem, R)))]
