@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .cursor import attach_cursor
-from .interface import AccState, EnginePart, Geometry, loop_control, seq_port_signature
+from .interface import AccState, EnginePart, Geometry, LoopEnd, loop_control, seq_port_signature
 
 __all__ = ["Accumulator"]
 
@@ -72,32 +72,26 @@ class Accumulator(EnginePart):
         o_i = Signal(range(g.m_block + 1))
         o_addr = Signal(range(g.ACCD + 1))
         o_bank = Signal()
-        # loop ends from registers (as in the feeder): at count 0 the limit's compare with 1 (the
-        # cursor's mb and gc are registers, stable while the collector is in the group), after it a
-        # flag loaded with each increment (count + 2 == limit): no adder in front of the cursor's step
-        o_i0, o_g0, o_kb0 = Signal(init=1), Signal(init=1), Signal(init=1)    # o_i, o_g, o_kb == 0
-        i_last_r, g_last_r, kb_last_r = Signal(), Signal(), Signal()
-        i_last, g_last, kb_last = Signal(), Signal(), Signal()
-        m.d.comb += [i_last.eq(Mux(o_i0, co.mb == 1, i_last_r)), g_last.eq(Mux(o_g0, co.gc == 1, g_last_r)),
-                     kb_last.eq(Mux(o_kb0, d.kb == 1, kb_last_r))]
+        # loop ends from registers (LoopEnd): no adder in front of the cursor's step
+        i_end, g_end, kb_end = LoopEnd(o_i, co.mb, "o_i"), LoopEnd(o_g, co.gc, "o_g"), LoopEnd(o_kb, d.kb, "o_kb")
         with m.If(self.go):
-            m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0), o_i0.eq(1), o_g0.eq(1),
-                         o_kb0.eq(1)]
+            m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0), *i_end.restart(),
+                         *g_end.restart(), *kb_end.restart()]
         beat = self.out.valid
         m.d.comb += [self.out.ready.eq(1), self.bank_busy.eq(Mux(beat, 1 << o_bank, 0))]
-        group_end = i_last & g_last & kb_last
+        group_end = i_end.last & g_end.last & kb_end.last
         with m.If(beat):
-            with m.If(~i_last):
-                m.d.sync += [o_i.eq(o_i + 1), o_addr.eq(o_addr + 1), o_i0.eq(0), i_last_r.eq(o_i + 2 == co.mb)]
+            with m.If(~i_end.last):
+                m.d.sync += [o_i.eq(o_i + 1), o_addr.eq(o_addr + 1), *i_end.step()]
             with m.Else():
-                m.d.sync += [o_i.eq(0), o_i0.eq(1)]
-                with m.If(~g_last):
-                    m.d.sync += [o_g.eq(o_g + 1), o_addr.eq(o_addr + 1), o_g0.eq(0), g_last_r.eq(o_g + 2 == co.gc)]
-                with m.Elif(~kb_last):
-                    m.d.sync += [o_g.eq(0), o_g0.eq(1), o_kb.eq(o_kb + 1), o_addr.eq(0), o_kb0.eq(0),
-                                 kb_last_r.eq(o_kb + 2 == d.kb)]
+                m.d.sync += [o_i.eq(0), *i_end.restart()]
+                with m.If(~g_end.last):
+                    m.d.sync += [o_g.eq(o_g + 1), o_addr.eq(o_addr + 1), *g_end.step()]
+                with m.Elif(~kb_end.last):
+                    m.d.sync += [o_g.eq(0), o_kb.eq(o_kb + 1), o_addr.eq(0), *g_end.restart(), *kb_end.step()]
                 with m.Else():
-                    m.d.sync += [o_g.eq(0), o_g0.eq(1), o_kb.eq(0), o_kb0.eq(1), o_addr.eq(0), o_bank.eq(~o_bank)]
+                    m.d.sync += [o_g.eq(0), o_kb.eq(0), o_addr.eq(0), o_bank.eq(~o_bank), *g_end.restart(),
+                                 *kb_end.restart()]
                     m.d.comb += co.next_group.eq(1)
 
         # ---- banks: one write port (the collector, or the C0 loader: never the same bank at once)

@@ -9,7 +9,17 @@ from amaranth.lib.wiring import In, Out
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
 from .dma import BurstSplitter
-from .interface import AccState, EnginePart, Geometry, ar_signature, lg, loop_control, r_signature, seq_port_signature
+from .interface import (
+    AccState,
+    EnginePart,
+    Geometry,
+    LoopEnd,
+    ar_signature,
+    lg,
+    loop_control,
+    r_signature,
+    seq_port_signature,
+)
 
 __all__ = ["C0Loader"]
 
@@ -86,9 +96,10 @@ class C0Loader(EnginePart):
             off, beats = geometry(nbC)
             return [ci_row.eq(row), ci_nbC.eq(nbC), ci_addr.eq(row + off), ci_beats.eq(beats)]
 
+        ci_g_end, ci_i_end = LoopEnd(ci_g, ci.gc, "ci_g"), LoopEnd(ci_i, ci.mb, "ci_i")
         with m.If(self.go):
             m.d.sync += [ci_i.eq(0), ci_g.eq(0), ci_bank.eq(0), ci_started.eq(0), ci_mrow.eq(d.c_base),
-                         *ci_request(d.c_base, 0)]
+                         *ci_request(d.c_base, 0), *ci_g_end.restart(), *ci_i_end.restart()]
         ci_active = self.run & ci.ok & ~ci.fin
         begin = ci_active & ~ci_started & (self.acc_state[ci_bank] == AccState.FREE)
         m.d.comb += [self.start.eq(begin), self.start_bank.eq(ci_bank)]
@@ -98,7 +109,8 @@ class C0Loader(EnginePart):
         def advance_group():
             m.d.comb += ci.next_group.eq(1)
             m.d.sync += [
-                ci_started.eq(0), ci_bank.eq(~ci_bank), ci_i.eq(0), ci_g.eq(0),
+                ci_started.eq(0), ci_bank.eq(~ci_bank), ci_i.eq(0), ci_g.eq(0), *ci_g_end.restart(),
+                *ci_i_end.restart(),
                 # after the block's last row ci_row = m0's row + (mb - 1) * stride, so the next block
                 # starts one stride further (no stride x mb multiplier; without C0 the rows are not
                 # walked and not used either)
@@ -113,10 +125,11 @@ class C0Loader(EnginePart):
             with m.Else():
                 advance_group()
         with m.If(sp.cmd.valid & sp.cmd.ready):
-            with m.If(ci_g + 1 != ci.gc):
-                m.d.sync += [ci_g.eq(ci_g + 1), *ci_request(ci_row, ci_nbC + C)]
-            with m.Elif(ci_i + 1 != ci.mb):
-                m.d.sync += [ci_g.eq(0), ci_i.eq(ci_i + 1), *ci_request(ci_row + d.c_stride, ci.nb0 << lgC)]
+            with m.If(~ci_g_end.last):
+                m.d.sync += [ci_g.eq(ci_g + 1), *ci_g_end.step(), *ci_request(ci_row, ci_nbC + C)]
+            with m.Elif(~ci_i_end.last):
+                m.d.sync += [ci_g.eq(0), ci_i.eq(ci_i + 1), *ci_g_end.restart(), *ci_i_end.step(),
+                             *ci_request(ci_row + d.c_stride, ci.nb0 << lgC)]
             with m.Else():
                 advance_group()
 
@@ -129,10 +142,16 @@ class C0Loader(EnginePart):
         cc_bank = Signal()
         cc_addr = Signal(range(g.ACCD + 1))
         cc_rowaddr = Signal(range(g.ACCD + 1))
+        cc_g_end, cc_i_end = LoopEnd(cc_g, cc.gc, "cc_g"), LoopEnd(cc_i, cc.mb, "cc_i")
+        # the entry's beats: a register loaded with the n-block's (as the read side's request)
+        cc_beats = Signal(range(CS + 2))
+
+        def cc_entry(nbC):
+            return [cc_nbC.eq(nbC), cc_beats.eq(geometry(nbC)[1])]
+
         with m.If(self.go):
-            m.d.sync += [cc_i.eq(0), cc_g.eq(0), cc_nbC.eq(0), cc_q.eq(0), cc_bank.eq(0), cc_addr.eq(0),
-                         cc_rowaddr.eq(0)]
-        _, cc_beats = geometry(cc_nbC)
+            m.d.sync += [cc_i.eq(0), cc_g.eq(0), cc_q.eq(0), cc_bank.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0),
+                         *cc_entry(0), *cc_g_end.restart(), *cc_i_end.restart()]
         beat = Signal()
         m.d.comb += [self.r.ready.eq(~self.bank_busy.bit_select(cc_bank, 1)), beat.eq(self.r.valid & self.r.ready),
                      self.store_bank.eq(cc_bank), self.store_row.eq(cc_i)]
@@ -153,15 +172,17 @@ class C0Loader(EnginePart):
                 m.d.sync += cc_q.eq(cc_q + 1)
             with m.Else():
                 m.d.sync += cc_q.eq(0)
-                with m.If(cc_g + 1 != cc.gc):
-                    m.d.sync += [cc_g.eq(cc_g + 1), cc_nbC.eq(cc_nbC + C), cc_addr.eq(cc_addr + cc.mb)]
-                with m.Elif(cc_i + 1 != cc.mb):
-                    m.d.sync += [cc_g.eq(0), cc_i.eq(cc_i + 1), cc_nbC.eq(cc.nb0 << lgC),
-                                 cc_addr.eq(cc_rowaddr + 1), cc_rowaddr.eq(cc_rowaddr + 1)]
+                with m.If(~cc_g_end.last):
+                    m.d.sync += [cc_g.eq(cc_g + 1), *cc_g_end.step(), *cc_entry(cc_nbC + C),
+                                 cc_addr.eq(cc_addr + cc.mb)]
+                with m.Elif(~cc_i_end.last):
+                    m.d.sync += [cc_g.eq(0), cc_i.eq(cc_i + 1), *cc_g_end.restart(), *cc_i_end.step(),
+                                 *cc_entry(cc.nb0 << lgC), cc_addr.eq(cc_rowaddr + 1), cc_rowaddr.eq(cc_rowaddr + 1)]
                 with m.Else():
                     m.d.sync += [cc_g.eq(0), cc_i.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0), cc_bank.eq(~cc_bank),
-                                 cc_nbC.eq(Mux(cc.last_group, 0, (cc.nb0 + cc.gc) << lgC))]
+                                 *cc_g_end.restart(), *cc_i_end.restart(),
+                                 *cc_entry(Mux(cc.last_group, 0, (cc.nb0 + cc.gc) << lgC))]
                     m.d.comb += cc.next_group.eq(1)
-        m.d.comb += [self.group_done.eq(beat & last_entry & (cc_g + 1 == cc.gc) & (cc_i + 1 == cc.mb)),
+        m.d.comb += [self.group_done.eq(beat & last_entry & cc_g_end.last & cc_i_end.last),
                      self.done_bank.eq(cc_bank)]
         return m

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Mux
+from amaranth.hdl import Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import BEAT_BYTES, DIM_BITS, PASS_CHUNKS, EngineConfig
 
-__all__ = ["AccState", "EnginePart", "Geometry", "Why", "ar_signature", "check_engine_config", "descriptor_layout",
-           "lg", "loop_control", "mux_min", "result_bytes", "r_signature", "seq_port_signature"]
+__all__ = ["AccState", "EnginePart", "Geometry", "LoopEnd", "Why", "ar_signature", "check_engine_config",
+           "descriptor_layout", "lg", "loop_control", "mux_min", "result_bytes", "r_signature", "seq_port_signature"]
 
 
 def lg(x: int) -> int:
@@ -37,6 +37,38 @@ def result_bytes(x, out_bf16):
     a multiplexer (a product with the two-valued factor maps onto a DSP block and its carry chain:
     the descriptor unit's critical path on ECP5 ran through one)."""
     return Mux(out_bf16, x << 1, x << 2)
+
+
+class LoopEnd:
+    """Whether a loop counter is at its last value (``count + 1 == limit``) from registers, so no
+    adder and compare are in front of what the loop's step decides.
+
+    At count 0 it is the limit's compare with 1 (the limit, a block cursor's or the descriptor's
+    value, is a register that does not change while the loop runs through it); after it, a flag
+    loaded at each increment with ``count + 2 == limit``. The loop emits :meth:`step` where it
+    increments the counter and :meth:`restart` where it sets it to 0 (and at ``go``).
+
+    Args:
+        count: the counter (a Signal); limit: its number of values (>= 1 while the loop runs).
+        name: prefix of the two flag registers (``<name>_first``, ``<name>_last``).
+
+    Attributes:
+        last: Value(1), the counter is at ``limit - 1``.
+    """
+
+    def __init__(self, count, limit, name: str):
+        self._count, self._limit = count, limit
+        self._first = Signal(init=1, name=f"{name}_first")
+        self._last = Signal(name=f"{name}_last")
+        self.last = Mux(self._first, limit == 1, self._last)
+
+    def step(self) -> list:
+        """Statements for the counter's increment (to be added to the sync domain)."""
+        return [self._first.eq(0), self._last.eq(self._count + 2 == self._limit)]
+
+    def restart(self) -> list:
+        """Statements for the counter's return to 0 (to be added to the sync domain)."""
+        return [self._first.eq(1)]
 
 
 def check_engine_config(config) -> EngineConfig:

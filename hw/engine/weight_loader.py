@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
 from .dma import BurstSplitter
-from .interface import EnginePart, Geometry, ar_signature, lg, loop_control, r_signature, seq_port_signature
+from .interface import EnginePart, Geometry, LoopEnd, ar_signature, lg, loop_control, r_signature, seq_port_signature
 
 __all__ = ["WeightLoader"]
 
@@ -59,17 +59,15 @@ class WeightLoader(EnginePart):
             return ((nbC * ob) >> lg(BB)) << lg(BB), Const(1, 2), cols_real
 
         def loop_ends(p, cur, kb, gi):
-            """Whether a tile is its group's last n-block and last k-block, from registers: at count 0
-            the limit's compare with 1 (the cursor's gc is a register), after it a flag loaded at
-            each increment with count + 2 == limit, so no adder is in front of the cursor's step.
-            Returns (g_last, kb_last, the flags' statements for each step of :func:`tile_step`)."""
-            g0, kb0 = Signal(init=1, name=f"{p}_g0"), Signal(init=1, name=f"{p}_kb0")
-            g_r, kb_r = Signal(name=f"{p}_g_last"), Signal(name=f"{p}_kb_last")
+            """(g_last, kb_last, the flags' statements for each step of :func:`tile_step`): the
+            tile's group and k-block loop ends from registers (:class:`LoopEnd`), so no adder is in
+            front of the cursor's step."""
+            g_end, kb_end = LoopEnd(gi, cur.gc, f"{p}_g"), LoopEnd(kb, d.kb, f"{p}_kb")
             with m.If(self.go):
-                m.d.sync += [g0.eq(1), kb0.eq(1)]
-            step = {"tile": [g0.eq(0), g_r.eq(gi + 2 == cur.gc)],
-                    "kb": [g0.eq(1), kb0.eq(0), kb_r.eq(kb + 2 == d.kb)], "group": [g0.eq(1), kb0.eq(1)]}
-            return Mux(g0, cur.gc == 1, g_r), Mux(kb0, d.kb == 1, kb_r), step
+                m.d.sync += [*g_end.restart(), *kb_end.restart()]
+            step = {"tile": g_end.step(), "kb": [*g_end.restart(), *kb_end.step()],
+                    "group": [*g_end.restart(), *kb_end.restart()]}
+            return g_end.last, kb_end.last, step
 
         def tile_step(cur, kb, k0, gi, nbC, ends, then=lambda step, nbC, k0: []):
             """Advance (k-block, n-block of the group) after a tile (emitted under the current If);
