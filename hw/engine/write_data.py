@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
-from .interface import AccState, EnginePart, Geometry, lg, loop_control, result_bytes, seq_port_signature
+from .interface import AccState, EnginePart, Geometry, LoopEnd, lg, loop_control, result_bytes, seq_port_signature
 from .write_address import row_segment
 
 __all__ = ["WriteData", "w_layout"]
@@ -89,25 +89,29 @@ class WriteData(EnginePart):
         # the board top's critical path, 104 logic levels on ECP5, and the group size's compares in
         # front of a DSP the write-back's); x_settle holds the write-back for those three cycles
         # after every group change (Gc and mb change at edge E0; x_gc, xs and xe are new after E1,
-        # x_gc_mb after E2, x_fbase after E3)
+        # x_gc_mb after E2, the row's last beat after E3)
         x_gc = Signal.like(wd.gc)
         x_gc_mb = Signal(D + 12)       # KB * Gc - 1
-        x_fbase = Signal(D + 12)
         x_settle = Signal(2, init=3)
         # (the -1 before the register: the second product's DSP takes flip-flops at its inputs)
-        m.d.sync += [x_gc.eq(wd.gc), x_gc_mb.eq(d.kb * x_gc - 1), x_fbase.eq(x_gc_mb * wd.mb)]
+        m.d.sync += [x_gc.eq(wd.gc), x_gc_mb.eq(d.kb * x_gc - 1)]
         with m.If((x_settle != 0) & wd.ok):   # the cursor's values are those of this group
             m.d.sync += x_settle.eq(x_settle - 1)
-        x_final = Signal(D + 12)
-        m.d.comb += x_final.eq(x_fbase + x_i + 1)
+        # the index of row x_i's last output beat in the group's write order, (KB * Gc - 1) * mb + x_i:
+        # the product while the group settles (x_i is 0), then + 1 with each row (the sum of the
+        # product and x_i was in front of the row's compare, the engine's critical path)
+        x_last_beat = Signal(D + 12)
+        with m.If(x_settle != 0):
+            m.d.sync += x_last_beat.eq(x_gc_mb * wd.mb)
         x_state = self.acc_state[x_bank]
-        row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & (self.wcount[x_bank] >= x_final))
+        row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & (self.wcount[x_bank] > x_last_beat))
         # (a piece in each of stages B and C may still close a beat: WFD - 4 leaves them room)
         m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & (fifo.level <= WFD - 4) & (x_settle == 0))
         last_piece = x_off + PB >= xe
         closes = last_piece | (((x_off + PB) & (BB - 1)) == 0)
         x_vb = Mux(PB < xe - x_off, PB, xe - x_off)
-        group_end = last_piece & (x_i + 1 == wd.mb)
+        i_end = LoopEnd(x_i, wd.mb, "x_i")
+        group_end = last_piece & i_end.last
         m.d.comb += [self.rd_addr.eq(x_addr), self.rd_en.eq(x_go),
                      self.free.eq(x_go & group_end), self.free_bank.eq(x_bank)]
         # stage B registers
@@ -123,10 +127,11 @@ class WriteData(EnginePart):
             with m.If(last_piece):
                 # next row (or next group)
                 m.d.sync += x_q.eq(0)
-                with m.If(x_i + 1 != wd.mb):
-                    m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs)]
+                with m.If(~i_end.last):
+                    m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs), x_last_beat.eq(x_last_beat + 1),
+                                 *i_end.step()]
                 with m.Else():
-                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(3)]
+                    m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(3), *i_end.restart()]
                     m.d.comb += wd.next_group.eq(1)
                     nxt_nb0 = Mux(wd.last_group, 0, wd.nb0 + wd.gc)
                     m.d.sync += x_off.eq(result_bytes(nxt_nb0 << lgC, d.out_bf16))
@@ -137,7 +142,8 @@ class WriteData(EnginePart):
                 with m.Else():
                     m.d.sync += x_q.eq(x_q + 1)
         with m.If(self.go):
-            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(3)]
+            m.d.sync += [x_i.eq(0), x_bank.eq(0), x_addr.eq(0), x_q.eq(0), x_off.eq(0), x_settle.eq(3),
+                         *i_end.restart()]
 
         # stage B: convert, select the piece, pack it into the beat
         entry = Mux(y_bank, self.rd_data[1], self.rd_data[0])
