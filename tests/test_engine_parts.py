@@ -279,7 +279,9 @@ def _bf16_rne(x: np.ndarray) -> np.ndarray:
 def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, seed):
     """The write-back (address and data sides) writes every finished accumulator entry to its place
     in D, converted once to bf16 (RNE) when asked, with WSTRB covering exactly the columns < N: the
-    bytes written are exactly D's, under random AW/W ready and B delays."""
+    bytes written are exactly D's, under random AW/W ready and B delays. Each bank's output beats
+    arrive at random (READY with a rising ``wcount``, DONE after the last) and an entry reads as
+    garbage until its last k-block's beat is in, so a row read before it is complete is caught."""
     print(f"seed {seed}")
     cfg = EngineConfig(mxu=MXUConfig(rows=2, cols=cols), hbm=HBM1, m_block=8, acc_entries=32, a_buffer_bytes=256)
     m, k, n = 21, 3, 3 * cols + 1
@@ -336,10 +338,27 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, seed):
         await _start(ctx, dut.du, regs)
         banks = [bank_image(0), bank_image(1) if len(groups) > 1 else {}]
         loaded = [0, 1]
-        for b in range(2):
-            ctx.set(wd.acc_state[b], AccState.DONE if loaded[b] < len(groups) else AccState.FREE)
+        kbs = -(-k // cfg.mxu.rows)
+        wc = [0, 0]  # output beats written into each bank's group, in the order (k-block, g, i)
+
+        def beats(q):
+            return kbs * groups[q][1] * groups[q][3] if q < len(groups) else 0
+
+        def final(b, e, count):  # entry e = g * mb + i holds its result after its last k-block's beat
+            return count > (kbs - 1) * groups[loaded[b]][1] * groups[loaded[b]][3] + e
+
         aws, b_due = [], []
         for cycle in range(50000):
+            for b in range(2):
+                if wc[b] < beats(loaded[b]) and rng.random() < 0.3:
+                    wc[b] += 1
+                busy = wc[b] < beats(loaded[b])
+                ctx.set(wd.wcount[b], wc[b])
+                ctx.set(
+                    wd.acc_state[b],
+                    AccState.READY if busy else AccState.DONE if loaded[b] < len(groups) else AccState.FREE,
+                )
+            seen = list(wc)
             ctx.set(wa.aw.ready, rng.random() < 0.6)
             ctx.set(wd.w.ready, bool(aws) and rng.random() < 0.6)
             ctx.set(wa.b, bool(b_due) and b_due[0] <= cycle)
@@ -367,12 +386,14 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, seed):
             await ctx.tick()
             for b in range(2):
                 if rd[0]:
-                    ctx.set(wd.rd_data[b], banks[b].get(rd[1], 0))
+                    done = loaded[b] < len(groups) and final(b, rd[1], seen[b])
+                    ctx.set(wd.rd_data[b], banks[b].get(rd[1], 0) if done else rng.getrandbits(32 * cols))
             if rel[0]:
                 b = rel[1]
+                assert wc[b] == beats(loaded[b]), f"bank {b} freed before its group's last beat"
                 loaded[b] += 2
                 banks[b] = bank_image(loaded[b]) if loaded[b] < len(groups) else {}
-                ctx.set(wd.acc_state[b], AccState.DONE if loaded[b] < len(groups) else AccState.FREE)
+                wc[b] = 0
         assert ctx.get(wa.idle) and ctx.get(wd.idle), "write-back did not finish"
 
     _run(Top(), bench)
