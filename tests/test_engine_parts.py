@@ -280,7 +280,7 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, seed):
     """The write-back (address and data sides) writes every finished accumulator entry to its place
     in D, converted once to bf16 (RNE) when asked, with WSTRB covering exactly the columns < N: the
     bytes written are exactly D's, under random AW/W ready and B delays. Each bank's output beats
-    arrive at random (READY with a rising ``wcount``, DONE after the last) and an entry reads as
+    arrive at random (READY with rising complete rows, DONE after the last beat) and an entry reads as
     garbage until its last k-block's beat is in, so a row read before it is complete is caught
     (with groups of one n-block a row's first entry is its last: the last case)."""
     print(f"seed {seed}")
@@ -348,18 +348,23 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, seed):
         def final(b, e, count):  # entry e = g * mb + i holds its result after its last k-block's beat
             return count > (kbs - 1) * groups[loaded[b]][1] * groups[loaded[b]][3] + e
 
+        def rows_done(b):  # rows whose last beat (last k-block, last n-block of the group) is written
+            if loaded[b] >= len(groups):
+                return 0
+            _, mb, _, gc = groups[loaded[b]]
+            return min(mb, max(0, wc[b] - (kbs * gc - 1) * mb))
+
         aws, b_due = [], []
         for cycle in range(50000):
-            inc = [False, False]  # the collector writes the bank at this edge (acc_wr)
             for b in range(2):
+                if wc[b] < beats(loaded[b]) and rng.random() < 0.3:
+                    wc[b] += 1
                 busy = wc[b] < beats(loaded[b])
-                inc[b] = busy and rng.random() < 0.3
-                ctx.set(wd.wcount[b], wc[b])
+                ctx.set(wd.rows_done[b], rows_done(b))
                 ctx.set(
                     wd.acc_state[b],
                     AccState.READY if busy else AccState.DONE if loaded[b] < len(groups) else AccState.FREE,
                 )
-            ctx.set(wd.acc_wr, inc[0] | inc[1] << 1)
             seen = list(wc)
             ctx.set(wa.aw.ready, rng.random() < 0.6)
             ctx.set(wd.w.ready, bool(aws) and rng.random() < 0.6)
@@ -386,7 +391,6 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, seed):
             if ctx.get(wa.idle) and ctx.get(wd.idle):
                 break
             await ctx.tick()
-            wc = [wc[b] + inc[b] for b in range(2)]
             for b in range(2):
                 if rd[0]:
                     done = loaded[b] < len(groups) and final(b, rd[1], seen[b])
@@ -894,7 +898,8 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
     """The collector writes each output beat (k-block, n-block g of the group, row i) into entry
     g * mb + i of the group's bank, the group's last beat makes the bank DONE, and the banks follow
     FREE -> (LOADING ->) READY -> DONE -> FREE with the C0 loader's and the write-back's strobes;
-    ``wcount`` counts the beats since the bank was freed, ``bank_busy`` names the bank written, and a
+    ``wcount`` counts the beats since the bank was freed and ``rows_done`` the rows whose last beat is
+    in, ``bank_busy`` names the bank written, and a
     C0 beat writes only its lanes. Beats at random moments, C0 entries in random order with random
     lanes, banks read back (feeder port after C0, write-back port after DONE) and freed at random."""
     print(f"seed {seed}")
@@ -917,7 +922,7 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
             await ctx.tick()
         assert ctx.get(dut.du.run), f"descriptor rejected: STATUS {ctx.get(dut.du.status):#x}"
         mem = [[0] * cfg.acc_entries, [0] * cfg.acc_entries]  # the model of both banks
-        state, wcount = [S.FREE, S.FREE], [0, 0]
+        state, wcount, rows = [S.FREE, S.FREE], [0, 0], [0, 0]
         beats = {}  # group -> its remaining (entry, last) beats in the collector's order
         c0_left = {}  # group -> its remaining (entry, lanes) C0 writes
         cj, oj, wj = 0, 0, 0  # next group to start, to collect, to write back
@@ -927,7 +932,8 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
             if wj == len(groups):
                 break
             for b in range(2):
-                assert (ctx.get(acc.state[b]), ctx.get(acc.wcount[b])) == (state[b], wcount[b]), f"bank {b}, {cycle}"
+                got = ctx.get(acc.state[b]), ctx.get(acc.wcount[b]), ctx.get(acc.rows_done[b])
+                assert got == (state[b], wcount[b], rows[b]), f"bank {b}, cycle {cycle}"
             # a read returns the entry as it was before the edge that read it (the write of that edge
             # is not forwarded)
             if fd_read is not None:
@@ -938,8 +944,8 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
             # the collector: the next beat of group oj once its bank is READY
             beat = None
             if oj < cj and state[oj % 2] == S.READY and rng.random() < 0.6:
-                entry, last = beats[oj].pop(0)
-                beat = (oj % 2, entry, rng.getrandbits(32 * cols), last)
+                entry, row_end, last = beats[oj].pop(0)
+                beat = (oj % 2, entry, rng.getrandbits(32 * cols), row_end, last)
             ctx.set(acc.out.valid, beat is not None)
             ctx.set(acc.out.payload, 0 if beat is None else beat[2])
             assert ctx.get(acc.bank_busy) == (0 if beat is None else 1 << beat[0])
@@ -954,8 +960,13 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
                 c0 = (loading[0] % 2, entry, rng.getrandbits(32 * cols), lanes)
             elif cj < len(groups) and not loading and state[cj % 2] == S.FREE and rng.random() < 0.3:
                 start, (_, mb, _, gc) = cj % 2, groups[cj]
-                order = [g * mb + i for _ in range(kbs) for g in range(gc) for i in range(mb)]
-                beats[cj] = [(e, q == len(order) - 1) for q, e in enumerate(order)]
+                order = [
+                    (g * mb + i, kb == kbs - 1 and g == gc - 1)
+                    for kb in range(kbs)
+                    for g in range(gc)
+                    for i in range(mb)
+                ]
+                beats[cj] = [(e, row_end, q == len(order) - 1) for q, (e, row_end) in enumerate(order)]
                 entries = list(range(gc * mb))
                 rng.shuffle(entries)
                 c0_left[cj] = [(e, rng.getrandbits(cols)) for e in entries] if load_c else []
@@ -1007,14 +1018,15 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
                 lane = sum(0xFFFFFFFF << (32 * c) for c in range(cols) if lanes >> c & 1)
                 mem[b][e] = (mem[b][e] & ~lane | data & lane) & mask
             if beat is not None:
-                b, e, data, last = beat
+                b, e, data, row_end, last = beat
                 mem[b][e] = data
                 wcount[b] += 1
+                rows[b] += row_end
                 if last:
                     state[b] = S.DONE
                     oj += 1
             if free is not None:
-                state[free], wcount[free] = S.FREE, 0
+                state[free], wcount[free], rows[free] = S.FREE, 0, 0
         assert wj == len(groups), f"{wj} of {len(groups)} groups written back"
 
     _run(dut, bench)

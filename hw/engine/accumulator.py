@@ -32,7 +32,9 @@ class Accumulator(EnginePart):
         c0_start, c0_start_bank, c0_done, c0_done_bank: In(1): from the C0 loader.
         c0_valid, c0_bank: In(1), c0_addr: In, c0_data: In(32 * C), c0_lanes: In(C): a C0 beat.
         wb_free, wb_free_bank: In(1): the write-back read the group's last row (strobe).
-        state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(D + 12, 2));
+        state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(D + 12, 2)); rows_done:
+            Out(ArrayLayout(range(m_block + 1), 2)), rows of the bank's group whose last output beat
+            (last k-block, last n-block) is written (the write-back's row check);
         bank_busy: Out(2): the collector writes bank b this cycle (the C0 beat waits).
         fd_addr, fd_en: In; fd_data: Out(ArrayLayout(32 * C, 2)): the feeder's read port (both banks).
         wb_addr, wb_en: In; wb_data: Out(ArrayLayout(32 * C, 2)): the write-back's read port.
@@ -51,6 +53,7 @@ class Accumulator(EnginePart):
             "c0_valid": In(1), "c0_bank": In(1), "c0_addr": In(abits), "c0_data": In(entry), "c0_lanes": In(g.C),
             "wb_free": In(1), "wb_free_bank": In(1),
             "state": Out(data.ArrayLayout(AccState, 2)), "wcount": Out(data.ArrayLayout(g.D + 12, 2)),
+            "rows_done": Out(data.ArrayLayout(range(g.m_block + 1), 2)),
             "bank_busy": Out(2),
             "fd_addr": In(abits), "fd_en": In(1), "fd_data": Out(data.ArrayLayout(entry, 2)),
             "wb_addr": In(abits), "wb_en": In(1), "wb_data": Out(data.ArrayLayout(entry, 2)),
@@ -63,8 +66,9 @@ class Accumulator(EnginePart):
         co = attach_cursor(m, "cursor", self, self.seq)
         state = [Signal(AccState, name=f"acc{b}_state") for b in range(2)]
         wcount = [Signal(D + 12, name=f"acc{b}_wcount") for b in range(2)]
+        rows_done = [Signal(range(g.m_block + 1), name=f"acc{b}_rows_done") for b in range(2)]
         for b in range(2):
-            m.d.comb += [self.state[b].eq(state[b]), self.wcount[b].eq(wcount[b])]
+            m.d.comb += [self.state[b].eq(state[b]), self.wcount[b].eq(wcount[b]), self.rows_done[b].eq(rows_done[b])]
 
         # ---- collector: output beat -> (k-block, n-block of the group, row)
         o_kb = Signal(D)
@@ -112,7 +116,7 @@ class Accumulator(EnginePart):
         # ---- bank states
         for b in range(2):
             with m.If(self.go):
-                m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0)]
+                m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0), rows_done[b].eq(0)]
             with m.Else():
                 with m.If(self.c0_start & (self.c0_start_bank == b)):
                     m.d.sync += state[b].eq(Mux(d.load_c, AccState.LOADING, AccState.READY))
@@ -120,8 +124,10 @@ class Accumulator(EnginePart):
                     m.d.sync += state[b].eq(AccState.READY)
                 with m.If(beat & (o_bank == b)):
                     m.d.sync += wcount[b].eq(wcount[b] + 1)
+                    with m.If(g_end.last & kb_end.last):
+                        m.d.sync += rows_done[b].eq(rows_done[b] + 1)
                     with m.If(group_end):
                         m.d.sync += state[b].eq(AccState.DONE)
                 with m.If(self.wb_free & (self.wb_free_bank == b)):
-                    m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0)]
+                    m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0), rows_done[b].eq(0)]
         return m

@@ -42,9 +42,8 @@ class WriteData(EnginePart):
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
         seq: Out(seq_port_signature): this side's m-block lookup.
-        acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks;
-        acc_wr: In(2): the collector writes bank b in this cycle (its ``wcount`` is one higher after
-            the edge).
+        acc_state: In(ArrayLayout(AccState, 2)), rows_done: In(ArrayLayout(range(m_block + 1), 2)): the
+            banks' states and complete rows (the collector wrote the row's last output beat).
         rd_addr: Out, rd_en: Out(1), rd_data: In(ArrayLayout(32 * C, 2)): accumulator read port.
         free: Out(1), free_bank: Out(1): the group's last row is read (strobe).
         wlen: In(stream.Signature(8)): AWLEN of the bursts, in order (from the address side).
@@ -59,8 +58,8 @@ class WriteData(EnginePart):
         return {
             **loop_control(g),
             "seq": Out(seq_port_signature(g)),
-            "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
-            "acc_wr": In(2),
+            "acc_state": In(data.ArrayLayout(AccState, 2)),
+            "rows_done": In(data.ArrayLayout(range(g.m_block + 1), 2)),
             "rd_addr": Out(range(g.ACCD + 1)), "rd_en": Out(1), "rd_data": In(data.ArrayLayout(32 * g.C, 2)),
             "free": Out(1), "free_bank": Out(1),
             "wlen": In(stream.Signature(8)), "w": Out(stream.Signature(w_layout())), "idle": Out(1),
@@ -88,33 +87,18 @@ class WriteData(EnginePart):
         WFD = 16
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=WB + BB, depth=WFD)
         x_go = Signal()
-        # (KB * Gc - 1) * mb changes only with the group: registered steps inside x_settle, which
-        # holds the write-back for three cycles after every group change (the products were the
-        # board top's critical path, 104 logic levels on ECP5; gc and mb are the cursor's registers,
-        # new after edge E0; xs, xe and x_gc_mb are new after E1, the row's last beat after E2 and
-        # the row's compare after E3)
-        x_gc_mb = Signal(D + 12)       # KB * Gc - 1
+        # x_settle holds the write-back for three cycles after every group change (the cursor's gc
+        # and mb are new after edge E0, the row segment xs / xe after E1); the row check needed a
+        # three-step product, (KB * Gc - 1) * mb + i, until the accumulator counted complete rows
+        # (the window is kept: shortening it changes the engine's cycle counts)
         x_settle = Signal(2, init=3)
-        # (the -1 before the register: the second product's DSP takes flip-flops at its inputs)
-        m.d.sync += x_gc_mb.eq(d.kb * wd.gc - 1)
         with m.If((x_settle != 0) & wd.ok):   # the cursor's values are those of this group
             m.d.sync += x_settle.eq(x_settle - 1)
-        # the index of row x_i's last output beat in the group's write order, (KB * Gc - 1) * mb + x_i:
-        # the product while the group settles (x_i is 0), then + 1 with each row
-        x_last_beat = Signal(D + 12)
-        with m.If(x_settle != 0):
-            m.d.sync += x_last_beat.eq(x_gc_mb * wd.mb)
-        # the row is complete when the bank's count passes its last beat: compared a cycle ahead, from
-        # the count after the edge (acc_wr), with the last beat and with the next row's, the row step
-        # of this cycle choosing (the compare's carry chain was in front of x_go and the cursor's
-        # step, the engine's critical path). Exact outside the settle window: the bank is the
-        # group's, which only this write-back frees, at its group change.
-        x_row_step = Signal()
-        cmp_same, cmp_next = Signal(), Signal()
-        w_next = Mux(x_bank, self.wcount[1] + self.acc_wr[1], self.wcount[0] + self.acc_wr[0])
-        m.d.sync += [cmp_same.eq(w_next > x_last_beat), cmp_next.eq(w_next > x_last_beat + 1)]
+        # row x_i is complete when the collector has written its last output beat (last k-block, last
+        # n-block of the group): a compare of two row counters, each bank's before the bank is chosen
         x_state = self.acc_state[x_bank]
-        row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & Mux(x_row_step, cmp_next, cmp_same))
+        row_done = Mux(x_bank, self.rows_done[1] > x_i, self.rows_done[0] > x_i)
+        row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & row_done)
         # (a piece in each of stages B and C may still close a beat: WFD - 4 leaves them room)
         m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & (fifo.level <= WFD - 4) & (x_settle == 0))
         last_piece = x_off + PB >= xe
@@ -131,15 +115,14 @@ class WriteData(EnginePart):
         y_pos = Signal(range(BB))
         y_vb = Signal(range(BB + 1))
         y_closes = Signal()
-        m.d.sync += [y_valid.eq(x_go), x_row_step.eq(x_go & last_piece & ~i_end.last)]
+        m.d.sync += y_valid.eq(x_go)
         with m.If(x_go):
             m.d.sync += [y_bank.eq(x_bank), y_q.eq(x_q), y_pos.eq(x_off[:lg(BB)]), y_vb.eq(x_vb), y_closes.eq(closes)]
             with m.If(last_piece):
                 # next row (or next group)
                 m.d.sync += x_q.eq(0)
                 with m.If(~i_end.last):
-                    m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs), x_last_beat.eq(x_last_beat + 1),
-                                 *i_end.step()]
+                    m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs), *i_end.step()]
                 with m.Else():
                     m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(3), *i_end.restart()]
                     m.d.comb += wd.next_group.eq(1)
