@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -58,6 +58,26 @@ class WeightLoader(EnginePart):
                 return nbC * ob, (cols_real * ob + BB - 1) >> lg(BB), cols_real
             return ((nbC * ob) >> lg(BB)) << lg(BB), Const(1, 2), cols_real
 
+        def geometry_ahead(p, cur, nbC):
+            """:func:`row_geometry` of the next tile's columns for each step ("tile", "kb", "group"),
+            from registers loaded every cycle, so the cursor's values, the n-block adders and the
+            row-geometry arithmetic are not in front of the step's registers. A register is new a
+            cycle after its inputs change; a loop steps once per R row events, at most one per
+            cycle, so with R >= 2 a step reads values at least a cycle old. With R == 1 the
+            geometry is combinational. Returns {step: (new nbC, (offset, beats, real columns))}."""
+            cands = {"tile": nbC + C, "kb": cur.nb0 << lgC,
+                     "group": Mux(cur.last_group, 0, (cur.nb0 + cur.gc) << lgC)}
+            out = {}
+            for step, col in cands.items():
+                geo = row_geometry(col)
+                if R >= 2:
+                    regs = tuple(Signal(Value.cast(v).shape(), name=f"{p}_{step}_{f}")
+                                 for v, f in zip(geo, ("off", "beats", "cols")))
+                    m.d.sync += [r.eq(v) for r, v in zip(regs, geo)]
+                    geo = regs
+                out[step] = (col, geo)
+            return out
+
         def loop_ends(p, cur, kb, gi):
             """(g_last, kb_last, the flags' statements for each step of :func:`tile_step`): the
             tile's group and k-block loop ends from registers (:class:`LoopEnd`), so no adder is in
@@ -69,20 +89,21 @@ class WeightLoader(EnginePart):
                     "group": [*g_end.restart(), *kb_end.restart()]}
             return g_end.last, kb_end.last, step
 
-        def tile_step(cur, kb, k0, gi, nbC, ends, then=lambda step, nbC, k0: []):
+        def tile_step(cur, kb, k0, gi, nbC, ends, ahead, then):
             """Advance (k-block, n-block of the group) after a tile (emitted under the current If);
-            ``ends`` from :func:`loop_ends`; ``then(step, new nbC, new k0)`` adds the statements of
-            the step "tile", "kb" or "group"."""
+            ``ends`` from :func:`loop_ends`, ``ahead`` from :func:`geometry_ahead`; ``then(step, new
+            k0, the new columns' geometry)`` adds the statements of the step "tile", "kb" or
+            "group"."""
             g_last, kb_last, flags = ends
             with m.If(~g_last):
-                m.d.sync += [gi.eq(gi + 1), nbC.eq(nbC + C), *flags["tile"], *then("tile", nbC + C, k0)]
+                m.d.sync += [gi.eq(gi + 1), nbC.eq(ahead["tile"][0]), *flags["tile"],
+                             *then("tile", k0, ahead["tile"][1])]
             with m.Elif(~kb_last):
-                m.d.sync += [gi.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(cur.nb0 << lgC), *flags["kb"],
-                             *then("kb", cur.nb0 << lgC, k0 + R)]
+                m.d.sync += [gi.eq(0), kb.eq(kb + 1), k0.eq(k0 + R), nbC.eq(ahead["kb"][0]), *flags["kb"],
+                             *then("kb", k0 + R, ahead["kb"][1])]
             with m.Else():
-                nbC_next = Mux(cur.last_group, 0, (cur.nb0 + cur.gc) << lgC)
-                m.d.sync += [gi.eq(0), kb.eq(0), k0.eq(0), nbC.eq(nbC_next), *flags["group"],
-                             *then("group", nbC_next, 0)]
+                m.d.sync += [gi.eq(0), kb.eq(0), k0.eq(0), nbC.eq(ahead["group"][0]), *flags["group"],
+                             *then("group", 0, ahead["group"][1])]
                 m.d.comb += cur.next_group.eq(1)
 
         def counters(p):
@@ -95,6 +116,7 @@ class WeightLoader(EnginePart):
         wiring.connect(m, wiring.flipped(self.ar), sp.ax)
         wi_kb, wi_k0, wi_g, wi_nbC, wi_r = counters("wi")
         wi_ends = loop_ends("wi", wi, wi_kb, wi_g)
+        wi_ahead = geometry_ahead("wi", wi, wi_nbC)
         wi_kbase = Signal(g.A32 + D + 9)
         # (2R - 1) * B_STRIDE, the next k-block's last row from this one's base: one adder in the
         # loop instead of two (the descriptor is latched long before go)
@@ -107,23 +129,23 @@ class WeightLoader(EnginePart):
         wi_beats = Signal(range(g.WS + 2))
         wi_real = Signal()
 
-        def wi_request(row, nbC, k0, r):
-            off, beats, _ = row_geometry(nbC)
+        def wi_request(row, geo, k0, r):
+            off, beats, _ = geo
             return [wi_addr.eq(row + off), wi_beats.eq(beats), wi_real.eq((k0 + r) < d.k)]
 
         with m.If(self.go):
             m.d.sync += [wi_kb.eq(0), wi_k0.eq(0), wi_g.eq(0), wi_nbC.eq(0), wi_r.eq(R - 1),
-                         wi_kbase.eq(d.b_base), *wi_request(d.b_base + d.ldb_r1, 0, 0, R - 1)]
+                         wi_kbase.eq(d.b_base), *wi_request(d.b_base + d.ldb_r1, row_geometry(0), 0, R - 1)]
         wi_active = self.run & wi.ok & ~wi.fin
         m.d.comb += [sp.cmd.valid.eq(wi_active & wi_real), sp.cmd.payload.addr.eq(wi_addr),
                      sp.cmd.payload.beats.eq(wi_beats)]
 
-        def wi_next_tile(step, nbC, k0):
+        def wi_next_tile(step, k0, geo):
             """The next tile's last row: same k-block ("tile"), the next one ("kb"), or the group's
             first ("group")."""
             row = {"tile": wi_kbase + d.ldb_r1, "kb": wi_kbase + ldb_2r1, "group": d.b_base + d.ldb_r1}[step]
             base = {"kb": [wi_kbase.eq(wi_kbase + d.ldb_r)], "group": [wi_kbase.eq(d.b_base)]}.get(step, [])
-            return [*wi_request(row, nbC, k0, R - 1), *base]
+            return [*wi_request(row, geo, k0, R - 1), *base]
 
         with m.If(wi_active & (~wi_real | sp.cmd.ready)):
             with m.If(wi_r != 0):
@@ -131,12 +153,13 @@ class WeightLoader(EnginePart):
                              wi_real.eq((wi_k0 + wi_r - 1) < d.k)]
             with m.Else():
                 m.d.sync += wi_r.eq(R - 1)
-                tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC, wi_ends, then=wi_next_tile)
+                tile_step(wi, wi_kb, wi_k0, wi_g, wi_nbC, wi_ends, wi_ahead, wi_next_tile)
 
         # ---- assembly: beats -> weight rows -> FIFO
         wa = attach_cursor(m, "rows_cursor", self, self.seq_rows)
         wa_kb, wa_k0, wa_g, wa_nbC, wa_r = counters("wa")
         wa_ends = loop_ends("wa", wa, wa_kb, wa_g)
+        wa_ahead = geometry_ahead("wa", wa, wa_nbC)
         wa_q = Signal(range(WS + 1))
         wa_data = Signal(C * w)              # lanes of the beats before the row's last one
         # the row's beats, real columns and whether it exists are registers, loaded for the next
@@ -144,13 +167,13 @@ class WeightLoader(EnginePart):
         # are not in front of R's ready, the FIFO's write and the loop's step
         wa_beats, wa_cols, wa_real = Signal(range(WS + 2)), Signal(range(C + 1)), Signal()
 
-        def wa_row(nbC, k0, r):
-            _, beats, cols = row_geometry(nbC)
+        def wa_row(geo, k0, r):
+            _, beats, cols = geo
             return [wa_beats.eq(beats), wa_cols.eq(cols), wa_real.eq((k0 + r) < d.k)]
 
         with m.If(self.go):
             m.d.sync += [wa_kb.eq(0), wa_k0.eq(0), wa_g.eq(0), wa_nbC.eq(0), wa_r.eq(R - 1), wa_q.eq(0),
-                         *wa_row(0, 0, R - 1)]
+                         *wa_row(row_geometry(0), 0, R - 1)]
         wa_active = self.run & wa.ok & ~wa.fin
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=C * w, depth=max(16, 4 * R))
         last_beat = wa_q + 1 == wa_beats
@@ -181,6 +204,7 @@ class WeightLoader(EnginePart):
                 m.d.sync += [wa_r.eq(wa_r - 1), wa_real.eq((wa_k0 + wa_r - 1) < d.k)]
             with m.Else():
                 m.d.sync += wa_r.eq(R - 1)
-                tile_step(wa, wa_kb, wa_k0, wa_g, wa_nbC, wa_ends, then=lambda step, nbC, k0: wa_row(nbC, k0, R - 1))
+                tile_step(wa, wa_kb, wa_k0, wa_g, wa_nbC, wa_ends, wa_ahead,
+                          lambda step, k0, geo: wa_row(geo, k0, R - 1))
         m.d.comb += [self.wgt.valid.eq(fifo.r_rdy), self.wgt.payload.eq(fifo.r_data), fifo.r_en.eq(self.wgt.ready)]
         return m
