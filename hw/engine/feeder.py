@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
-from .interface import AccState, EnginePart, Geometry, Why, lg, loop_control, seq_port_signature
+from .interface import AccState, EnginePart, Geometry, LoopEnd, Why, lg, loop_control, seq_port_signature
 
 __all__ = ["Feeder", "a_bank_connections"]
 
@@ -84,7 +84,12 @@ class Feeder(EnginePart):
         f_cbank = Signal()
         with m.If(self.go):
             m.d.sync += [f_rem.eq(d.k), f_g.eq(0), f_i.eq(0), f_caddr.eq(0), f_q1.eq(0), f_cbank.eq(0)]
-        f_kb0 = Signal(init=1)                      # f_kb == 0, a register beside f_kb
+        # loop ends from registers (LoopEnd: at count 0 the limit's own compare with 1, the cursor's
+        # mb and gc being registers stable while the loop is in the block, after it a flag loaded with
+        # each increment), so no adder and carry chain is in front of the next position; the
+        # first-count flags are also row 0 (swap) and k-block 0 (no K chain; C0 or +0)
+        i_end, g_end, kb_end = LoopEnd(f_i, fd.mb, "f_i"), LoopEnd(f_g, fd.gc, "f_g"), LoopEnd(f_kb, d.kb, "f_kb")
+        f_kb0 = kb_end.first
 
         # A ready: the bank is full, or (read in passes) every row's beats up to the ones holding
         # k-block kb have been stored. Registered for the position the next cycle holds, from the
@@ -133,16 +138,9 @@ class Feeder(EnginePart):
         with m.If(load):
             m.d.sync += s1_valid.eq(ok)
         m.d.comb += [self.acc_rd_addr.eq(f_caddr), self.acc_rd_en.eq(load)]
-        # loop ends from registers: at count 0 the limit's own compare with 1 (the cursor's mb and gc
-        # are registers, stable while the loop is in the block), after it a flag loaded with each
-        # increment (count + 2 == limit), so no adder and carry chain is in front of the next position
-        f_i0, f_g0 = Signal(init=1), Signal(init=1)         # f_i == 0, f_g == 0
-        i_last_r, g_last_r, kb_last_r = Signal(), Signal(), Signal()
-        i_last, g_last, kb_last = Signal(), Signal(), Signal()
-        m.d.comb += [i_last.eq(Mux(f_i0, fd.mb == 1, i_last_r)), g_last.eq(Mux(f_g0, fd.gc == 1, g_last_r)),
-                     kb_last.eq(Mux(f_kb0, d.kb == 1, kb_last_r))]
+        i_last, g_last, kb_last = i_end.last, g_end.last, kb_end.last
         with m.If(self.go):
-            m.d.sync += [f_i0.eq(1), f_g0.eq(1)]
+            m.d.sync += [*i_end.restart(), *g_end.restart()]
         group_end = i_last & g_last & kb_last
         fire = load & ok
         # the A position (word, k-block, bank) the next cycle holds and whether its chunk is stored:
@@ -161,7 +159,7 @@ class Feeder(EnginePart):
         with m.If(self.go):
             # (the loader's banks are cleared at go: nothing is stored yet)
             m.d.comb += [n_word.eq(0), n_kb.eq(0), n_abank.eq(0), n_aok.eq(0)]
-            m.d.sync += f_kb0.eq(1)
+            m.d.sync += kb_end.restart()
         word_row = Signal.like(f_word)          # the next row, same k-block
         word_kb = Signal.like(f_word)           # row 0, same k-block (next n-block of the group)
         word_kb1 = Signal.like(f_word)          # row 0, next k-block
@@ -170,27 +168,27 @@ class Feeder(EnginePart):
                              fd.last_group, a_ok, fire)
         m.d.sync += q1_inc.eq(fire & ~f_kb0)
         with m.If(fire):
-            m.d.sync += [s1_swap.eq(f_i0), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
+            m.d.sync += [s1_swap.eq(i_end.first), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
                          s1_a.eq(self._a_pad(a_cur, Mux(f_rem < R, f_rem, R)))]
             with m.If(~f_kb0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(~i_last):
-                m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1), f_i0.eq(0), i_last_r.eq(f_i + 2 == fd.mb)]
+                m.d.sync += [f_i.eq(f_i + 1), f_caddr.eq(f_caddr + 1), *i_end.step()]
                 m.d.comb += n_word.eq(word_row)
             with m.Else():
-                m.d.sync += [f_i.eq(0), f_i0.eq(1)]
+                m.d.sync += [f_i.eq(0), *i_end.restart()]
                 with m.If(~g_last):
-                    m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1), f_g0.eq(0), g_last_r.eq(f_g + 2 == fd.gc)]
+                    m.d.sync += [f_g.eq(f_g + 1), f_caddr.eq(f_caddr + 1), *g_end.step()]
                     m.d.comb += n_word.eq(word_kb)
                 with m.Elif(~kb_last):
-                    m.d.sync += [f_g.eq(0), f_g0.eq(1), f_rem.eq(f_rem - R), f_caddr.eq(0)]
+                    m.d.sync += [f_g.eq(0), *g_end.restart(), f_rem.eq(f_rem - R), f_caddr.eq(0)]
                     m.d.comb += [n_kb.eq(f_kb + 1), n_word.eq(word_kb1), n_aok.eq(aok_kb1)]
-                    m.d.sync += [f_kb0.eq(0), kb_last_r.eq(f_kb + 2 == d.kb)]
+                    m.d.sync += kb_end.step()
                 with m.Else():
-                    m.d.sync += [f_g.eq(0), f_g0.eq(1), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0),
+                    m.d.sync += [f_g.eq(0), *g_end.restart(), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0),
                                  f_cbank.eq(~f_cbank)]
                     m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(aok_zero)]
-                    m.d.sync += f_kb0.eq(1)
+                    m.d.sync += kb_end.restart()
                     with m.If(fd.last_group):
                         m.d.comb += [n_abank.eq(~f_abank), n_aok.eq(aok_other)]
         m.d.comb += [self.free.eq(fire & group_end & fd.last_group), self.free_bank.eq(f_abank)]

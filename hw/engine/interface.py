@@ -53,22 +53,23 @@ class LoopEnd:
         name: prefix of the two flag registers (``<name>_first``, ``<name>_last``).
 
     Attributes:
+        first: Signal(1), a register: the counter is at 0.
         last: Value(1), the counter is at ``limit - 1``.
     """
 
     def __init__(self, count, limit, name: str):
         self._count, self._limit = count, limit
-        self._first = Signal(init=1, name=f"{name}_first")
+        self.first = Signal(init=1, name=f"{name}_first")
         self._last = Signal(name=f"{name}_last")
-        self.last = Mux(self._first, limit == 1, self._last)
+        self.last = Mux(self.first, limit == 1, self._last)
 
     def step(self) -> list:
         """Statements for the counter's increment (to be added to the sync domain)."""
-        return [self._first.eq(0), self._last.eq(self._count + 2 == self._limit)]
+        return [self.first.eq(0), self._last.eq(self._count + 2 == self._limit)]
 
     def restart(self) -> list:
         """Statements for the counter's return to 0 (to be added to the sync domain)."""
-        return [self._first.eq(1)]
+        return [self.first.eq(1)]
 
 
 def check_engine_config(config) -> EngineConfig:
