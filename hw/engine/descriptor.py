@@ -86,7 +86,6 @@ class DescriptorUnit(EnginePart):
         stride = {x: getattr(d, f"{x}_stride") for x in "abcd"}
         regs = {n: getattr(self, f"reg_{n}") for n in CSRBlock.RW}
         rng = _RangeRegs(g)
-        loop_n = Signal(range(max(cfg.m_block, g.ACCD) + 2))
         loop_p = Signal(D + 2)
         loop_s = Signal(D + 2)
         QB = g.ABUF_DEPTH.bit_length()     # quotient bits of ABUF_DEPTH / wpr
@@ -167,16 +166,17 @@ class DescriptorUnit(EnginePart):
                     m.next = "MB"
             with m.State("MB"):
                 with m.If(~div_busy):
-                    m.d.sync += [d.mbmax.eq(mux_min(mux_min(div_q, d.m), cfg.m_block)), loop_n.eq(0), d.g.eq(0),
+                    m.d.sync += [d.mbmax.eq(mux_min(mux_min(div_q, d.m), cfg.m_block)), d.g.eq(0),
                                  loop_p.eq(0), loop_s.eq(0), prep.eq(1)]
                     m.next = "G"
             with m.State("G"):
                 # few n-blocks per group keep the exposed write-back of the last group short
-                with m.If((loop_n < d.nb) & (loop_p + d.mbmax <= g.ACCD) & (loop_s < g.DEP_BEATS)):
-                    m.d.sync += [loop_n.eq(loop_n + 1), d.g.eq(loop_n + 1), loop_p.eq(loop_p + d.mbmax),
+                # (g counts in place: the sequencer derives each block's group size from it)
+                with m.If((d.g < d.nb) & (loop_p + d.mbmax <= g.ACCD) & (loop_s < g.DEP_BEATS)):
+                    m.d.sync += [d.g.eq(d.g + 1), loop_p.eq(loop_p + d.mbmax),
                                  loop_s.eq(loop_s + mux_min(g.MFIRST, d.mbmax))]
                 with m.Else():
-                    # g (counted in place) is final in this cycle: the sequencer may write its table
+                    # g is final in this cycle: the sequencer may write its table
                     m.d.comb += self.g_final.eq(1)
                     m.d.sync += go.eq(1)
                     m.next = "GO"
