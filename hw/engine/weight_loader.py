@@ -58,24 +58,30 @@ class WeightLoader(EnginePart):
                 return nbC * ob, (cols_real * ob + BB - 1) >> lg(BB), cols_real
             return ((nbC * ob) >> lg(BB)) << lg(BB), Const(1, 2), cols_real
 
-        def geometry_ahead(p, cur, nbC):
+        def geometry_ahead(p, cur, nbC, used):
             """:func:`row_geometry` of the next tile's columns for each step ("tile", "kb", "group"),
             from registers loaded every cycle, so the cursor's values, the n-block adders and the
             row-geometry arithmetic are not in front of the step's registers. A register is new a
             cycle after its inputs change; a loop steps once per R row events, at most one per
             cycle, so with R >= 2 a step reads values at least a cycle old. With R == 1 the
-            geometry is combinational. Returns {step: (new nbC, (offset, beats, real columns))}."""
+            geometry is combinational. ``used`` names the fields the loop reads ("off", "beats",
+            "cols"); only those are registered. Returns {step: (new nbC, (offset, beats, real
+            columns))}, an unused field None."""
             cands = {"tile": nbC + C, "kb": cur.nb0 << lgC,
                      "group": Mux(cur.last_group, 0, (cur.nb0 + cur.gc) << lgC)}
             out = {}
             for step, col in cands.items():
                 geo = row_geometry(col)
-                if R >= 2:
-                    regs = tuple(Signal(Value.cast(v).shape(), name=f"{p}_{step}_{f}")
-                                 for v, f in zip(geo, ("off", "beats", "cols")))
-                    m.d.sync += [r.eq(v) for r, v in zip(regs, geo)]
-                    geo = regs
-                out[step] = (col, geo)
+                regs = []
+                for v, f in zip(geo, ("off", "beats", "cols")):
+                    if f not in used:
+                        v = None
+                    elif R >= 2:
+                        r = Signal(Value.cast(v).shape(), name=f"{p}_{step}_{f}")
+                        m.d.sync += r.eq(v)
+                        v = r
+                    regs.append(v)
+                out[step] = (col, tuple(regs))
             return out
 
         def loop_ends(p, cur, kb, gi):
@@ -116,7 +122,7 @@ class WeightLoader(EnginePart):
         wiring.connect(m, wiring.flipped(self.ar), sp.ax)
         wi_kb, wi_k0, wi_g, wi_nbC, wi_r = counters("wi")
         wi_ends = loop_ends("wi", wi, wi_kb, wi_g)
-        wi_ahead = geometry_ahead("wi", wi, wi_nbC)
+        wi_ahead = geometry_ahead("wi", wi, wi_nbC, ("off", "beats"))
         wi_kbase = Signal(g.A32 + D + 9)
         # (2R - 1) * B_STRIDE, the next k-block's last row from this one's base: one adder in the
         # loop instead of two (the descriptor is latched long before go)
@@ -159,7 +165,7 @@ class WeightLoader(EnginePart):
         wa = attach_cursor(m, "rows_cursor", self, self.seq_rows)
         wa_kb, wa_k0, wa_g, wa_nbC, wa_r = counters("wa")
         wa_ends = loop_ends("wa", wa, wa_kb, wa_g)
-        wa_ahead = geometry_ahead("wa", wa, wa_nbC)
+        wa_ahead = geometry_ahead("wa", wa, wa_nbC, ("beats", "cols"))
         wa_q = Signal(range(WS + 1))
         wa_data = Signal(C * w)              # lanes of the beats before the row's last one
         # the row's beats, real columns and whether it exists are registers, loaded for the next
