@@ -27,10 +27,12 @@ from hw.engine import EngineConfig
 from hw.engine.a_loader import ALoader
 from hw.engine.accumulator import Accumulator
 from hw.engine.c0_loader import C0Loader
+from hw.engine.csr import PERF_COUNTERS
 from hw.engine.cursor import BlockCursor
 from hw.engine.descriptor import DescriptorUnit
 from hw.engine.feeder import Feeder, a_bank_connections
-from hw.engine.interface import AccState
+from hw.engine.interface import AccState, Why
+from hw.engine.perf import PerfCounters
 from hw.engine.sequencer import BlockSequencer
 from hw.engine.weight_loader import WeightLoader
 from hw.engine.write_address import WriteAddress
@@ -1037,10 +1039,6 @@ def test_perf_counters_count_each_cycle_once(seed):
     ready) or, with no beat offered, the counter of the feeder's reason (none for SETUP); nothing
     counts outside ``counting``, and ``started`` clears them all."""
     print(f"seed {seed}")
-    from hw.engine.csr import PERF_COUNTERS
-    from hw.engine.interface import Why
-    from hw.engine.perf import PerfCounters
-
     dut = PerfCounters()
     rng = random.Random(seed)
     why_name = {Why.A: "PERF_WAIT_A", Why.ACC: "PERF_WAIT_ACC", Why.DEP: "PERF_WAIT_DEP", Why.DRAIN: "PERF_DRAIN"}
