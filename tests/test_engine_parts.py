@@ -650,8 +650,11 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
     """The feeder offers every activation beat in the engine's order with the right chunk of A (-0 or 0
     past K), the partial sums it continues (+0 in k-block 0 without C0, else the entry it read from its
     bank) and swap on a tile's first row, with the A loader's banks filled at random speed, random
-    gaps in its MXU ready, groups started late and a write-back count that lags the beats by 12
-    cycles: a beat in k-block >= 1 is never offered before the output it continues is written."""
+    gaps in its MXU ready, groups started late, half of them loading their C0 rows at random speed,
+    and a write-back count that lags the beats by 12 cycles: a beat in k-block >= 1 is never offered
+    before the output it continues is written, and the accumulator check is exact in both directions
+    (a beat is issued only in a cycle its bank is READY, or LOADING with its C0 row stored in k-block
+    0, and the feeder reports waiting on the accumulator (``why``) only in a cycle it is not)."""
     print(f"seed {seed}")
     cfg = _small_engine(rows, cols, fmt)
     regs = _descriptor(cfg, m, k, n)
@@ -665,6 +668,9 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
         [[_element(mem, regs["A_BASE"] + i * regs["A_STRIDE"] + kk * ob, ob) for kk in range(k)] for i in range(m)]
     )
     want = _feeder_beats(cfg, groups, a, k)
+    first_beat = {}  # group -> index of its first beat
+    for x, beat in enumerate(want):
+        first_beat.setdefault(beat[3], x)
     w = rows * 8 * ob
     lag = 12
 
@@ -676,6 +682,12 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
         wcount, w_group, writes = [0, 0], [None, None], []
         acc_next = None
         w_seen, offered = [], False  # the write-back counts the feeder saw each cycle; a beat is on offer
+        # the accumulator banks and the C0 store side (one group's C0 at a time, rows in order)
+        # groups loading C0 (the store side at the first; the next one's bank LOADING meanwhile)
+        state, c0_bank, c0_row, loading, c0_rate = [AccState.READY, AccState.READY], 0, 0, [], {}
+        acc_seen = []  # (bank states, C0 bank, C0 row, groups started before the cycle) per cycle
+        seen = {"issued while loading": 0, "waits on a loading bank": 0}
+        waited = set()  # groups the feeder waited for on their C0 rows
         for cycle in range(200000):
             if len(got) == len(want):
                 break
@@ -683,11 +695,31 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
                 wg = writes.pop(0)[1]
                 if w_group[wg % 2] == wg:
                     wcount[wg % 2] += 1
-            start = ctx.get(dut.du.run) and started < len(groups) and started < done + 2 and rng.random() < 0.3
+            # every third group starts only once the feeder waits for it (so it meets a loading bank)
+            start = (
+                ctx.get(dut.du.run)
+                and started < len(groups)
+                and started < done + (1 if started % 3 == 0 else 2)
+                and rng.random() < 0.3
+            )
+            acc_seen.append((list(state), c0_bank, c0_row, started))
+            ctx.set(fd.acc_state, state)
+            ctx.set(fd.c0_bank, c0_bank)
+            c0_next = c0_row
             if start:
                 wcount[started % 2], w_group[started % 2] = 0, started
+            # held until the feeder waits for it: every third group's C0 rows, and the next one's after
+            # its first row (the feeder moves into a group loading with rows stored but not its own)
+            h = loading[0] if loading else None
+            held = h not in waited and (h % 3 == 0 or (h % 3 == 1 and c0_row >= 1)) if loading else True
+            if not held and rng.random() < c0_rate[h]:
+                c0_next = c0_row + 1  # a C0 row stored at this edge
+                if c0_next == groups[h][1]:  # the group's last: READY, the store side moves on
+                    state[c0_bank], c0_next = AccState.READY, 0
+                    loading.pop(0)
+                    c0_bank = loading[0] % 2 if loading else 1 - c0_bank
             ctx.set(fd.c0_start, start)
-            ctx.set(fd.acc_state, [AccState.READY, AccState.READY])
+            ctx.set(fd.c0_row_next, c0_next)
             ctx.set(fd.wcount, wcount)
             # the writes that raise a bank's count at the next edge
             ctx.set(fd.acc_wr, sum(1 << (wg % 2) for t, wg in writes if t == cycle + 1 and w_group[wg % 2] == wg))
@@ -703,6 +735,20 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
             valid = ctx.get(fd.act.valid)
             idx = len(got)
             chunk, cont, swap, j, q, last = want[idx]
+            if cycle >= 1 and ctx.get(dut.du.run) and (not valid or not offered):
+                # the decision of the last cycle (a beat issued, or `why` registered with the empty
+                # stage) against the model's accumulator check of that cycle for the beat it was at
+                st, cb, cr, n_started = acc_seen[-2]
+                i = (idx - first_beat[j]) % groups[j][1]
+                c0_stored = q is None and st[j % 2] == AccState.LOADING and cb == j % 2 and cr > i
+                acc_ok = n_started > j and (st[j % 2] == AccState.READY or c0_stored)
+                if valid:
+                    assert acc_ok, f"beat {idx} issued without its accumulator bank"
+                    seen["issued while loading"] += st[j % 2] == AccState.LOADING
+                elif ctx.get(fd.why) == Why.ACC:
+                    assert not acc_ok, f"cycle {cycle}: waited on the accumulator for beat {idx}"
+                    seen["waits on a loading bank"] += st[j % 2] == AccState.LOADING
+                    waited.add(j)
             if valid and not offered and q is not None:
                 # a beat first offered now was issued in the previous cycle: the output it continues
                 # (one write per beat of the group, in order) was written by then
@@ -716,11 +762,25 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
                 got.append(beat)
                 writes.append((cycle + lag, j))
                 done += last
+            if start and (started % 3 == 0 or rng.random() < 0.5):  # the group loads its C0 rows
+                state[started % 2] = AccState.LOADING
+                if not loading:
+                    c0_bank, c0_next = started % 2, 0
+                loading.append(started)
+                c0_rate[started] = 0.03 if started % 3 == 0 else rng.choice([0.1, 0.5])
+            elif start:
+                state[started % 2] = AccState.READY
             started += start
+            c0_row = c0_next
             await ctx.tick()
             if r_ok:
                 pending.pop(0)
         assert len(got) == len(want), f"{len(got)} of {len(want)} beats in 200,000 cycles"
+        print(seen)
+        # (a one-row group's bank is READY at the edge its C0 row is stored: never issued while loading)
+        assert seen["waits on a loading bank"] and (seen["issued while loading"] or max(gr[1] for gr in groups) == 1), (
+            f"the C0 path was not exercised: {seen}"
+        )
         ctx.set(fd.act.ready, 1)
         ctx.set(fd.wcount, [len(want), len(want)])  # every output written: nothing holds a beat back
         for _ in range(100):  # and not one beat more

@@ -30,7 +30,7 @@ class C0Loader(EnginePart):
     LOADING -> READY); without it, claim the bank as READY at once (the feeder then reads +0).
 
     Rows arrive in order, so the feeder may start a group's first k-block once the C0 rows it feeds
-    are stored (``store_row``). A C0 beat waits while the collector writes the same bank (one write
+    are stored (``store_row_next``). A C0 beat waits while the collector writes the same bank (one write
     port per bank).
 
     Ports:
@@ -44,7 +44,9 @@ class C0Loader(EnginePart):
         group_done: Out(1), done_bank: Out(1): the group's last C0 beat is stored (strobe).
         wr_valid: Out(1), wr_bank: Out(1), wr_addr: Out(range(ACCD + 1)), wr_data: Out(32 * C),
             wr_lanes: Out(C): a C0 beat for the accumulator (lanes to write).
-        store_bank: Out(1), store_row: Out: the bank and row the store side is at.
+        store_bank: Out(1): the bank the store side is at; store_row_next: Out(range(m_block + 1)):
+            the row it is at after this clock edge (rows before it are stored), so a reader can
+            register its compare with the row a cycle ahead.
 
     Raises:
         TypeError: ``config`` is not an EngineConfig.
@@ -58,7 +60,7 @@ class C0Loader(EnginePart):
             "acc_state": In(data.ArrayLayout(AccState, 2)), "bank_busy": In(2),
             "start": Out(1), "start_bank": Out(1), "group_done": Out(1), "done_bank": Out(1),
             "wr_valid": Out(1), "wr_bank": Out(1), "wr_addr": Out(range(g.ACCD + 1)), "wr_data": Out(32 * g.C),
-            "wr_lanes": Out(g.C), "store_bank": Out(1), "store_row": Out(range(g.m_block + 1)),
+            "wr_lanes": Out(g.C), "store_bank": Out(1), "store_row_next": Out(range(g.m_block + 1)),
         }
 
     def elaborate(self, platform):
@@ -136,6 +138,9 @@ class C0Loader(EnginePart):
         # ---- store side: beats -> accumulator lanes
         cc = attach_cursor(m, "store_cursor", self, self.seq_store, d.load_c)
         cc_i = Signal(mbits)
+        cc_i_next = Signal(mbits)               # cc_i after the edge (the feeder's row check a cycle ahead)
+        m.d.comb += cc_i_next.eq(cc_i)
+        m.d.sync += cc_i.eq(cc_i_next)
         cc_g = Signal(D)
         cc_nbC = Signal(D + 9)
         cc_q = Signal(range(CS + 1))
@@ -150,11 +155,12 @@ class C0Loader(EnginePart):
             return [cc_nbC.eq(nbC), cc_beats.eq(geometry(nbC)[1])]
 
         with m.If(self.go):
-            m.d.sync += [cc_i.eq(0), cc_g.eq(0), cc_q.eq(0), cc_bank.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0),
+            m.d.comb += cc_i_next.eq(0)
+            m.d.sync += [cc_g.eq(0), cc_q.eq(0), cc_bank.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0),
                          *cc_entry(0), *cc_g_end.restart(), *cc_i_end.restart()]
         beat = Signal()
         m.d.comb += [self.r.ready.eq(~self.bank_busy.bit_select(cc_bank, 1)), beat.eq(self.r.valid & self.r.ready),
-                     self.store_bank.eq(cc_bank), self.store_row.eq(cc_i)]
+                     self.store_bank.eq(cc_bank), self.store_row_next.eq(cc_i_next)]
         rdata = self.r.payload.data
         if CS > 1:
             m.d.comb += [self.wr_data.eq(rdata.replicate(CS)),
@@ -176,10 +182,12 @@ class C0Loader(EnginePart):
                     m.d.sync += [cc_g.eq(cc_g + 1), *cc_g_end.step(), *cc_entry(cc_nbC + C),
                                  cc_addr.eq(cc_addr + cc.mb)]
                 with m.Elif(~cc_i_end.last):
-                    m.d.sync += [cc_g.eq(0), cc_i.eq(cc_i + 1), *cc_g_end.restart(), *cc_i_end.step(),
+                    m.d.comb += cc_i_next.eq(cc_i + 1)
+                    m.d.sync += [cc_g.eq(0), *cc_g_end.restart(), *cc_i_end.step(),
                                  *cc_entry(cc.nb0 << lgC), cc_addr.eq(cc_rowaddr + 1), cc_rowaddr.eq(cc_rowaddr + 1)]
                 with m.Else():
-                    m.d.sync += [cc_g.eq(0), cc_i.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0), cc_bank.eq(~cc_bank),
+                    m.d.comb += cc_i_next.eq(0)
+                    m.d.sync += [cc_g.eq(0), cc_addr.eq(0), cc_rowaddr.eq(0), cc_bank.eq(~cc_bank),
                                  *cc_g_end.restart(), *cc_i_end.restart(),
                                  *cc_entry(Mux(cc.last_group, 0, (cc.nb0 + cc.gc) << lgC))]
                     m.d.comb += cc.next_group.eq(1)

@@ -177,7 +177,7 @@ class GEMMEngine(wiring.Component):
             acc.c0_valid.eq(cl.wr_valid), acc.c0_bank.eq(cl.wr_bank), acc.c0_addr.eq(cl.wr_addr),
             acc.c0_data.eq(cl.wr_data), acc.c0_lanes.eq(cl.wr_lanes),
             fd.acc_state.eq(acc.state), fd.wcount.eq(acc.wcount), fd.acc_wr.eq(acc.bank_busy),
-            fd.c0_bank.eq(cl.store_bank), fd.c0_row.eq(cl.store_row), fd.c0_start.eq(cl.start),
+            fd.c0_bank.eq(cl.store_bank), fd.c0_row_next.eq(cl.store_row_next), fd.c0_start.eq(cl.start),
             acc.fd_addr.eq(fd.acc_rd_addr), acc.fd_en.eq(fd.acc_rd_en), fd.acc_rd_data.eq(acc.fd_data),
             wd.acc_state.eq(acc.state), wd.rows_done.eq(acc.rows_done),
             acc.wb_addr.eq(wd.rd_addr), acc.wb_en.eq(wd.rd_en), wd.rd_data.eq(acc.wb_data),

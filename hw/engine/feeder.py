@@ -40,7 +40,8 @@ class Feeder(EnginePart):
         acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks;
         acc_wr: In(2): the collector writes bank b in this cycle (its ``wcount`` is one higher after
             the edge);
-        c0_bank: In(1), c0_row: In: where the C0 loader's store side is; c0_start: In(1): the C0
+        c0_bank: In(1): the bank the C0 loader's store side is at; c0_row_next: In(range(m_block + 1)):
+            its row after this clock edge (the rows before it are stored); c0_start: In(1): the C0
             loader starts a group (strobe).
         acc_rd_addr: Out, acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)): accumulator read.
         act: Out(stream.Signature(R * w + 32 * C + 1)): the beat ``Cat(a, c, swap)`` (the MXU's
@@ -61,7 +62,7 @@ class Feeder(EnginePart):
             "a_rd_addr": Out(lg(g.ABUF_DEPTH) + 1), "a_rd_en": Out(1), "a_rd_data": In(g.NSUB * BEAT_BYTES * 8),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
             "acc_wr": In(2),
-            "c0_bank": In(1), "c0_row": In(range(g.m_block + 1)), "c0_start": In(1),
+            "c0_bank": In(1), "c0_row_next": In(range(g.m_block + 1)), "c0_start": In(1),
             "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
             "act": Out(stream.Signature(g.R * g.w + entry + 1)),
             "free": Out(1), "free_bank": Out(1), "why": Out(Why),
@@ -105,9 +106,17 @@ class Feeder(EnginePart):
         # accumulator ready: loaded, or (k-block 0 of a group loading its C0, rows in order) the
         # C0 rows up to f_i stored, so a group starts after its first C0 row, not all of them
         # (each bank's flags from its own registers, the feeder's bank choosing at the end: the bank's
-        # state and write-back count are not multiplexed in front of the compares)
+        # state and write-back count are not multiplexed in front of the compares). The C0 row check
+        # is registered a cycle ahead, from the store row after the edge, against each row f_i can
+        # move to (the same, the next, row 0); the fire of that cycle chooses, so the compare's
+        # carry chain is not in front of the issue decision and every cycle is as with the compare
+        c0_same, c0_inc, c0_zero = Signal(), Signal(), Signal()
+        fi_inc, fi_zero = Signal(), Signal()    # f_i stepped / restarted at the last edge
+        m.d.sync += [c0_same.eq(self.c0_row_next > f_i), c0_inc.eq(self.c0_row_next > f_i + 1),
+                     c0_zero.eq(self.c0_row_next != 0)]
+        c0_ok = Mux(fi_inc, c0_inc, Mux(fi_zero, c0_zero, c0_same))
         acc_ok_b = [(self.acc_state[b] == AccState.READY)
-                    | (f_kb0 & (self.acc_state[b] == AccState.LOADING) & (self.c0_bank == b) & (self.c0_row > f_i))
+                    | (f_kb0 & (self.acc_state[b] == AccState.LOADING) & (self.c0_bank == b) & c0_ok)
                     for b in range(2)]
         # groups the C0 loader has started and the feeder not finished (0, 1 or 2: two banks)
         f_started = Signal(2)
@@ -166,7 +175,7 @@ class Feeder(EnginePart):
         m.d.comb += [word_row.eq(f_word + d.wpr), word_kb.eq(f_kb >> lgCPW), word_kb1.eq((f_kb + 1) >> lgCPW)]
         a_cur = self._a_read(m, f_word, f_kb, f_abank, word_row, word_kb, word_kb1, ~i_last, ~g_last, ~kb_last,
                              fd.last_group, a_ok, fire)
-        m.d.sync += q1_inc.eq(fire & ~f_kb0)
+        m.d.sync += [q1_inc.eq(fire & ~f_kb0), fi_inc.eq(fire & ~i_last), fi_zero.eq((fire & i_last) | self.go)]
         with m.If(fire):
             m.d.sync += [s1_swap.eq(i_end.first), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
                          s1_a.eq(self._a_pad(a_cur, Mux(f_rem < R, f_rem, R)))]
