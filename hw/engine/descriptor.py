@@ -93,6 +93,13 @@ class DescriptorUnit(EnginePart):
         div_t = Signal(g.D + QB)           # wpr << div_b
         div_busy = Signal()
         m_too, m_zero = Signal(), Signal()
+        # G's loop condition, registered an iteration ahead (from the values the registers take at
+        # the edge): g_final is this flip-flop, not a compare in front of the sequencer's table write
+        g_fin = Signal()
+        m.d.comb += self.g_final.eq(g_fin)
+
+        def g_more(g_, p_, s_):
+            return (g_ < d.nb) & (p_ + d.mbmax <= g.ACCD) & (s_ < g.DEP_BEATS)
 
         with m.If(busy & ~done):
             m.d.sync += cycles.eq(cycles + 1)
@@ -166,28 +173,28 @@ class DescriptorUnit(EnginePart):
                     m.next = "MB"
             with m.State("MB"):
                 with m.If(~div_busy):
+                    # (G's first iteration always runs: N >= 1 passed CHK1, mbmax <= m_block <=
+                    # acc_entries by the configuration, DEP_BEATS >= 16)
                     m.d.sync += [d.mbmax.eq(mux_min(mux_min(div_q, d.m), cfg.m_block)), d.g.eq(0),
-                                 loop_p.eq(0), loop_s.eq(0), prep.eq(1)]
+                                 loop_p.eq(0), loop_s.eq(0), prep.eq(1), g_fin.eq(0)]
                     m.next = "G"
             with m.State("G"):
                 # few n-blocks per group keep the exposed write-back of the last group short
                 # (g counts in place: the sequencer derives each block's group size from it)
-                with m.If((d.g < d.nb) & (loop_p + d.mbmax <= g.ACCD) & (loop_s < g.DEP_BEATS)):
-                    m.d.sync += [d.g.eq(d.g + 1), loop_p.eq(loop_p + d.mbmax),
-                                 loop_s.eq(loop_s + mux_min(g.MFIRST, d.mbmax))]
+                with m.If(~g_fin):
+                    step = mux_min(g.MFIRST, d.mbmax)
+                    m.d.sync += [d.g.eq(d.g + 1), loop_p.eq(loop_p + d.mbmax), loop_s.eq(loop_s + step),
+                                 g_fin.eq(~g_more(d.g + 1, loop_p + d.mbmax, loop_s + step))]
                 with m.Else():
-                    # g is final in this cycle: the sequencer may write its table
-                    m.d.comb += self.g_final.eq(1)
+                    # g is final in this cycle (g_final): the sequencer may write its table
                     m.d.sync += go.eq(1)
                     m.next = "GO"
             with m.State("GO"):      # the loops reset in this cycle
-                m.d.comb += self.g_final.eq(1)
                 m.d.sync += run.eq(1)
                 m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.g_final.eq(1)
                 with m.If(self.all_done):
-                    m.d.sync += [run.eq(0), busy.eq(0), done.eq(1)]
+                    m.d.sync += [run.eq(0), busy.eq(0), done.eq(1), g_fin.eq(0)]
                     m.next = "IDLE"
         with m.If(self.bus_error):
             m.d.sync += bus_err.eq(1)
