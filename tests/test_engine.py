@@ -343,3 +343,17 @@ def test_k_chain_wait_ends_in_the_cycle_the_output_is_written():
     res = run_engine_amaranth(cfg, jobs, seed=1, stall_p=0.0)
     check(cfg, jobs, res)
     assert (res[0]["cycles"], res[0]["perf"]["PERF_WAIT_DEP"]) == (292, 162), res[0]["perf"]
+
+
+def test_write_back_waits_for_fifo_room_exactly_under_w_back_pressure():
+    """The write-back reads a piece only while its 16-beat W FIFO has room for it and the two pieces
+    behind it (level <= 12); that check is a register loaded a cycle ahead from the level after the
+    edge (the level's adder was in front of the cursor's step, the board top's critical path). With
+    W (and every other channel) withheld 80 % of the cycles the FIFO runs full: exact cycles of
+    this engine before and after that change (a check that missed this cycle's W beat gives 1,494)."""
+    rng = np.random.default_rng(3)
+    cfg = EngineConfig(mxu=MXUConfig(rows=4, cols=4), hbm=HBM1, m_block=8, acc_entries=16, a_buffer_bytes=512)
+    jobs = [random_job(rng, "bf16", 40, 3, 40, out_bf16=True)]
+    res = run_engine_amaranth(cfg, jobs, seed=3, stall_p=0.8)
+    check(cfg, jobs, res)
+    assert res[0]["cycles"] == 1531

@@ -100,8 +100,16 @@ class WriteData(EnginePart):
         row_done = Mux(x_bank, self.rows_done[1] > x_i, self.rows_done[0] > x_i)
         row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & row_done)
         # (a piece in each of stages B and C may still close a beat: WFD - 4 leaves them room)
-        m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & (fifo.level <= WFD - 4) & (x_settle == 0))
-        last_piece = x_off + PB >= xe
+        # FIFO room and the row's last piece, each a register loaded a cycle ahead (exactly the
+        # compares of this cycle's values): the FIFO level's adder and the piece's offset compare were
+        # in front of x_go and through it of the cursor's step (the board top's and an engine
+        # placement's critical paths)
+        room = Signal()
+        do_write = fifo.w_en & fifo.w_rdy
+        m.d.sync += room.eq(Mux(fifo.r_en & fifo.r_rdy, fifo.level + do_write <= WFD - 3,
+                                fifo.level + do_write <= WFD - 4))
+        last_piece = Signal()
+        m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & room & (x_settle == 0))
         closes = last_piece | (((x_off + PB) & (BB - 1)) == 0)
         x_vb = Mux(PB < xe - x_off, PB, xe - x_off)
         i_end = LoopEnd(x_i, wd.mb, "x_i")
@@ -116,6 +124,12 @@ class WriteData(EnginePart):
         y_vb = Signal(range(BB + 1))
         y_closes = Signal()
         m.d.sync += y_valid.eq(x_go)
+        # last_piece for the offset after the edge: the next piece's (x_off + 2 PB), a new row's
+        # (xs + PB), or, without a step, this offset's against the row end of this cycle; after a new
+        # group's first offset the row end settles inside x_settle's window (xe after E1, this flag
+        # after E2, the first step after E3)
+        m.d.sync += last_piece.eq(Mux(x_go & ~last_piece, x_off + 2 * PB >= xe,
+                                      Mux(x_go & ~i_end.last, xs + PB >= xe, x_off + PB >= xe)))
         with m.If(x_go):
             m.d.sync += [y_bank.eq(x_bank), y_q.eq(x_q), y_pos.eq(x_off[:lg(BB)]), y_vb.eq(x_vb), y_closes.eq(closes)]
             with m.If(last_piece):
