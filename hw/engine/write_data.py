@@ -87,12 +87,20 @@ class WriteData(EnginePart):
         WFD = 16
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=WB + BB, depth=WFD)
         x_go = Signal()
-        # x_settle holds the write-back for three cycles after every group change (the cursor's gc
-        # and mb are new after edge E0, the row segment xs / xe after E1); the row check needed a
-        # three-step product, (KB * Gc - 1) * mb + i, until the accumulator counted complete rows
-        # (the window is kept: shortening it changes the engine's cycle counts)
+        # x_settle holds the write-back for three cycles after every group change (edge E0: the
+        # group's last piece read): the values that follow the cursor settle inside it (below);
+        # the window is as long as the row check's three-step product once needed, and is kept
+        # because shortening it changes the engine's cycle counts
         x_settle = Signal(2, init=3)
-        with m.If((x_settle != 0) & wd.ok):   # the cursor's values are those of this group
+        # the cursor steps a cycle after the group's last piece is read (`step`): the read decision
+        # does not fan out into the cursor's registers and the sequencer's port (the engine's and the
+        # board's critical paths ended there). Its new values are first needed after x_settle's
+        # window, which counts the cycles in which the cursor's entry is in the sequencer's table
+        # (the old group's in the window's first cycle: the next block's entry is written long
+        # before the write-back, the last of the loops, reaches it)
+        step = Signal()
+        m.d.comb += wd.next_group.eq(step)
+        with m.If((x_settle != 0) & wd.ok):
             m.d.sync += x_settle.eq(x_settle - 1)
         # row x_i is complete when the collector has written its last output beat (last k-block, last
         # n-block of the group): a compare of two row counters, each bank's before the bank is chosen
@@ -123,11 +131,11 @@ class WriteData(EnginePart):
         y_pos = Signal(range(BB))
         y_vb = Signal(range(BB + 1))
         y_closes = Signal()
-        m.d.sync += y_valid.eq(x_go)
+        m.d.sync += [y_valid.eq(x_go), step.eq(x_go & group_end)]
         # last_piece for the offset after the edge: the next piece's (x_off + 2 PB), a new row's
         # (xs + PB), or, without a step, this offset's against the row end of this cycle; after a new
-        # group's first offset the row end settles inside x_settle's window (xe after E1, this flag
-        # after E2, the first step after E3)
+        # group's first offset the row end settles inside x_settle's window (the cursor after E1, xe
+        # after E2, this flag after E3, the first read in the cycle after E3)
         m.d.sync += last_piece.eq(Mux(x_go & ~last_piece, x_off + 2 * PB >= xe,
                                       Mux(x_go & ~i_end.last, xs + PB >= xe, x_off + PB >= xe)))
         with m.If(x_go):
@@ -139,7 +147,6 @@ class WriteData(EnginePart):
                     m.d.sync += [x_i.eq(x_i + 1), x_addr.eq(x_i + 1), x_off.eq(xs), *i_end.step()]
                 with m.Else():
                     m.d.sync += [x_i.eq(0), x_addr.eq(0), x_bank.eq(~x_bank), x_settle.eq(3), *i_end.restart()]
-                    m.d.comb += wd.next_group.eq(1)
                     nxt_nb0 = Mux(wd.last_group, 0, wd.nb0 + wd.gc)
                     m.d.sync += x_off.eq(result_bytes(nxt_nb0 << lgC, d.out_bf16))
             with m.Else():
