@@ -392,6 +392,13 @@ def synth_reports(reports: list) -> Table:
     )
 
 
+def _short_commit(commit: str | None) -> str:
+    """A report's commit as seven hex digits (``+dirty`` kept); a dash for a report without one."""
+    if not commit or commit == "unknown":
+        return "-"
+    return commit[:7] + ("+dirty" if commit.endswith("+dirty") else "")
+
+
 def board(reports: list) -> Table:
     """`mxu board build` reports: the whole board top placed and routed."""
     rows = []
@@ -411,6 +418,8 @@ def board(reports: list) -> Table:
                 _n(c["ff"]),
                 _n(c["dsp"]),
                 _n(c["bram"]),
+                str(r.get("seed", 1)),
+                _short_commit(r.get("git_commit")),
             ]
         )
     return Table(
@@ -426,6 +435,8 @@ def board(reports: list) -> Table:
             "FF",
             "MULT18X18D",
             "DP16KD",
+            "placement seed",
+            "commit",
         ],
         rows,
     )

@@ -118,8 +118,9 @@ def build_bitstream(config, board: str, out_dir: Path, *, seed: int = 1, progres
     (``EHXPLLL``, parameters from ``yowasp-ecppll``, VCO 400-800 MHz) makes it, and ``board_top``
     (``board_top.v``) wraps the PLL and the board top (reset = FIRE 1 or PLL not locked). Writes into
     ``out_dir`` (any folder): ``board.v``, ``pll.v``, ``board_top.v``, ``ulx3s_board.lpf``,
-    ``board.bit``, ``board.json`` (report: cells, placed utilization, Fmax of the design clock against
-    ``clk_hz``, tool versions, wall times) and the tools' logs. Nothing is left half written: the files
+    ``board.bit``, ``board.json`` (report: the commit built (``+dirty`` with local edits), the placement
+    seed, cells, placed utilization, Fmax of the design clock against ``clk_hz``, tool versions, wall
+    times) and the tools' logs. Nothing is left half written: the files
     are made in a work folder inside ``out_dir`` and moved in at the end (removed when the design does
     not fit; kept, and named in the message, when a tool fails).
 
@@ -184,8 +185,10 @@ def build_bitstream(config, board: str, out_dir: Path, *, seed: int = 1, progres
     # the design clock is the PLL output (or the pin itself without a PLL)
     fmax = [dict(f, requested_mhz=freq) for f in synth._fmax(target, pnr, freq, syn["cells"]["dsp"])
             if f["clock"] != "clk" or abs(freq - BOARD_OSC_MHZ) < 1e-9]
+    from sim.cli.files import project_info
     report = {
-        "board": board, "part": target.part, "oscillator_mhz": BOARD_OSC_MHZ, "clk_mhz": freq,
+        "board": board, "part": target.part, "git_commit": project_info()["git_commit"], "seed": seed,
+        "oscillator_mhz": BOARD_OSC_MHZ, "clk_mhz": freq,
         "pll": abs(freq - BOARD_OSC_MHZ) > 1e-9, "baud": config.baud, "uart_divisor": config.divisor,
         "engine": config.engine.as_dict(), "memory_bytes": config.memory_bytes,
         "cells": syn["cells"], "utilization": synth._utilization(target, syn["cells"], pnr), "fmax": fmax,

@@ -321,5 +321,6 @@ def test_mxu_board_build_bitstream(tmp_path):
     rep = json.loads(p.stdout)
     assert (out / "board.bit").stat().st_size == rep["bitstream_bytes"] > 100_000
     assert rep["pll"] is True and rep["clk_mhz"] == 50.0 and rep["engine"]["mxu"]["stages"] == 9
+    assert rep["seed"] == 1 and rep["git_commit"] != ""
     assert rep["cells"]["dsp"] >= 4 and rep["utilization"]["bram"]["used"] >= 32
     assert [f["met"] for f in rep["fmax"]] == [True]
