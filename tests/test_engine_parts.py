@@ -375,18 +375,20 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, m_block, m, s
 
         aws, b_due = [], []
         for cycle in range(50000):
+            seen = list(wc)  # the beats written before this cycle's edge
             for b in range(2):
-                # (half of the groups' beats arrive every cycle, so the write-back often finds the
-                # next bank DONE and reads it as soon as its window after the group change allows)
+                # a beat written at this edge (half of the groups' beats every cycle, so the
+                # write-back often finds the next bank DONE and reads it as soon as its window after
+                # the group change allows); the write-back sees each bank's state and complete rows
+                # after the edge
                 if wc[b] < beats(loaded[b]) and rng.random() < (1.0 if loaded[b] % 4 < 2 else 0.3):
                     wc[b] += 1
                 busy = wc[b] < beats(loaded[b])
-                ctx.set(wd.rows_done[b], rows_done(b))
+                ctx.set(wd.rows_done_next[b], rows_done(b))
                 ctx.set(
-                    wd.acc_state[b],
+                    wd.acc_state_next[b],
                     AccState.READY if busy else AccState.DONE if loaded[b] < len(groups) else AccState.FREE,
                 )
-            seen = list(wc)
             ctx.set(wa.aw.ready, rng.random() < 0.6)
             ctx.set(wd.w.ready, bool(aws) and rng.random() < 0.6)
             ctx.set(wa.b, bool(b_due) and b_due[0] <= cycle)
@@ -982,9 +984,10 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
     g * mb + i of the group's bank, the group's last beat makes the bank DONE, and the banks follow
     FREE -> (LOADING ->) READY -> DONE -> FREE with the C0 loader's and the write-back's strobes;
     ``wcount`` counts the beats since the bank was freed and ``rows_done`` the rows whose last beat is
-    in, ``bank_busy`` names the bank written, and a
-    C0 beat writes only its lanes. Beats at random moments, C0 entries in random order with random
-    lanes, banks read back (feeder port after C0, write-back port after DONE) and freed at random."""
+    in (``state_next`` / ``rows_done_next``: both after the edge, as if the bank were not freed),
+    ``bank_busy`` names the bank written, and a C0 beat writes only its lanes. Beats at random
+    moments, C0 entries in random order with random lanes, banks read back (feeder port after C0,
+    write-back port after DONE) and freed at random."""
     print(f"seed {seed}")
     cfg = _small_engine(rows, cols, fmt)
     regs = _descriptor(cfg, m, k, n)
@@ -1090,6 +1093,8 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
                 ctx.set(acc.wb_addr, wb_read[1])
             ctx.set(acc.wb_free, free is not None)
             ctx.set(acc.wb_free_bank, free or 0)
+            # each bank's state and complete rows after the edge, unless the write-back frees it
+            nxt = [(ctx.get(acc.state_next[b]), ctx.get(acc.rows_done_next[b])) for b in range(2)]
             await ctx.tick()
             # the model after the edge
             if start is not None:
@@ -1108,6 +1113,7 @@ def test_accumulator_collects_groups_into_ping_pong_banks(rows, cols, fmt, m, k,
                 if last:
                     state[b] = S.DONE
                     oj += 1
+            assert nxt == [(state[b], rows[b]) for b in range(2)], f"state_next / rows_done_next, cycle {cycle}"
             if free is not None:
                 state[free], wcount[free], rows[free] = S.FREE, 0, 0
         assert wj == len(groups), f"{wj} of {len(groups)} groups written back"

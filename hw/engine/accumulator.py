@@ -35,6 +35,8 @@ class Accumulator(EnginePart):
         state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(D + 12, 2)); rows_done:
             Out(ArrayLayout(range(m_block + 1), 2)), rows of the bank's group whose last output beat
             (last k-block, last n-block) is written (the write-back's row check);
+        state_next, rows_done_next: Out, the same after this clock edge unless the write-back frees
+            the bank in this cycle (``wb_free``);
         bank_busy: Out(2): the collector writes bank b this cycle (the C0 beat waits).
         fd_addr, fd_en: In; fd_data: Out(ArrayLayout(32 * C, 2)): the feeder's read port (both banks).
         wb_addr, wb_en: In; wb_data: Out(ArrayLayout(32 * C, 2)): the write-back's read port.
@@ -54,6 +56,8 @@ class Accumulator(EnginePart):
             "wb_free": In(1), "wb_free_bank": In(1),
             "state": Out(data.ArrayLayout(AccState, 2)), "wcount": Out(data.ArrayLayout(g.D + 12, 2)),
             "rows_done": Out(data.ArrayLayout(range(g.m_block + 1), 2)),
+            "state_next": Out(data.ArrayLayout(AccState, 2)),
+            "rows_done_next": Out(data.ArrayLayout(range(g.m_block + 1), 2)),
             "bank_busy": Out(2),
             "fd_addr": In(abits), "fd_en": In(1), "fd_data": Out(data.ArrayLayout(entry, 2)),
             "wb_addr": In(abits), "wb_en": In(1), "wb_data": Out(data.ArrayLayout(entry, 2)),
@@ -113,21 +117,27 @@ class Accumulator(EnginePart):
                 wb.addr.eq(self.wb_addr), wb.en.eq(self.wb_en), self.wb_data[b].eq(wb.data),
             ]
 
-        # ---- bank states
+        # ---- bank states; the state and complete rows after the edge unless the write-back frees
+        # the bank in this cycle are outputs too (the write-back registers its row check from them)
         for b in range(2):
+            st_n, rd_n = self.state_next[b], self.rows_done_next[b]
+            m.d.comb += [st_n.eq(state[b]), rd_n.eq(rows_done[b])]
             with m.If(self.go):
-                m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0), rows_done[b].eq(0)]
+                m.d.comb += [st_n.eq(AccState.FREE), rd_n.eq(0)]
+                m.d.sync += wcount[b].eq(0)
             with m.Else():
                 with m.If(self.c0_start & (self.c0_start_bank == b)):
-                    m.d.sync += state[b].eq(Mux(d.load_c, AccState.LOADING, AccState.READY))
+                    m.d.comb += st_n.eq(Mux(d.load_c, AccState.LOADING, AccState.READY))
                 with m.If(self.c0_done & (self.c0_done_bank == b)):
-                    m.d.sync += state[b].eq(AccState.READY)
+                    m.d.comb += st_n.eq(AccState.READY)
                 with m.If(beat & (o_bank == b)):
                     m.d.sync += wcount[b].eq(wcount[b] + 1)
                     with m.If(g_end.last & kb_end.last):
-                        m.d.sync += rows_done[b].eq(rows_done[b] + 1)
+                        m.d.comb += rd_n.eq(rows_done[b] + 1)
                     with m.If(group_end):
-                        m.d.sync += state[b].eq(AccState.DONE)
-                with m.If(self.wb_free & (self.wb_free_bank == b)):
-                    m.d.sync += [state[b].eq(AccState.FREE), wcount[b].eq(0), rows_done[b].eq(0)]
+                        m.d.comb += st_n.eq(AccState.DONE)
+            freed = ~self.go & self.wb_free & (self.wb_free_bank == b)
+            m.d.sync += [state[b].eq(Mux(freed, AccState.FREE, st_n)), rows_done[b].eq(Mux(freed, 0, rd_n))]
+            with m.If(freed):
+                m.d.sync += wcount[b].eq(0)
         return m

@@ -179,7 +179,7 @@ class GEMMEngine(wiring.Component):
             fd.acc_state.eq(acc.state), fd.wcount.eq(acc.wcount), fd.acc_wr.eq(acc.bank_busy),
             fd.c0_bank.eq(cl.store_bank), fd.c0_row_next.eq(cl.store_row_next), fd.c0_start.eq(cl.start),
             acc.fd_addr.eq(fd.acc_rd_addr), acc.fd_en.eq(fd.acc_rd_en), fd.acc_rd_data.eq(acc.fd_data),
-            wd.acc_state.eq(acc.state), wd.rows_done.eq(acc.rows_done),
+            wd.acc_state_next.eq(acc.state_next), wd.rows_done_next.eq(acc.rows_done_next),
             acc.wb_addr.eq(wd.rd_addr), acc.wb_en.eq(wd.rd_en), wd.rd_data.eq(acc.wb_data),
             acc.wb_free.eq(wd.free), acc.wb_free_bank.eq(wd.free_bank),
             # the MXU

@@ -42,8 +42,9 @@ class WriteData(EnginePart):
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
         seq: Out(seq_port_signature): this side's m-block lookup.
-        acc_state: In(ArrayLayout(AccState, 2)), rows_done: In(ArrayLayout(range(m_block + 1), 2)): the
-            banks' states and complete rows (the collector wrote the row's last output beat).
+        acc_state_next: In(ArrayLayout(AccState, 2)), rows_done_next: In(ArrayLayout(range(m_block + 1),
+            2)): the banks' states and complete rows (the collector wrote the row's last output beat)
+            after this clock edge, unless the write-back frees the bank in this cycle.
         rd_addr: Out, rd_en: Out(1), rd_data: In(ArrayLayout(32 * C, 2)): accumulator read port.
         free: Out(1), free_bank: Out(1): the group's last row is read (strobe).
         wlen: In(stream.Signature(8)): AWLEN of the bursts, in order (from the address side).
@@ -58,8 +59,8 @@ class WriteData(EnginePart):
         return {
             **loop_control(g),
             "seq": Out(seq_port_signature(g)),
-            "acc_state": In(data.ArrayLayout(AccState, 2)),
-            "rows_done": In(data.ArrayLayout(range(g.m_block + 1), 2)),
+            "acc_state_next": In(data.ArrayLayout(AccState, 2)),
+            "rows_done_next": In(data.ArrayLayout(range(g.m_block + 1), 2)),
             "rd_addr": Out(range(g.ACCD + 1)), "rd_en": Out(1), "rd_data": In(data.ArrayLayout(32 * g.C, 2)),
             "free": Out(1), "free_bank": Out(1),
             "wlen": In(stream.Signature(8)), "w": Out(stream.Signature(w_layout())), "idle": Out(1),
@@ -104,9 +105,17 @@ class WriteData(EnginePart):
             m.d.sync += x_settle.eq(x_settle - 1)
         # row x_i is complete when the collector has written its last output beat (last k-block, last
         # n-block of the group): a compare of two row counters, each bank's before the bank is chosen
-        x_state = self.acc_state[x_bank]
-        row_done = Mux(x_bank, self.rows_done[1] > x_i, self.rows_done[0] > x_i)
-        row_ready = (x_state == AccState.DONE) | ((x_state == AccState.READY) & row_done)
+        # (registered a cycle ahead from the bank's state and complete rows after the edge, for the
+        # row x_i is at and the next one, the read of that cycle choosing; after a group change x_i
+        # and the bank change, and the window below recomputes it before the first read. The row
+        # counters' compare and the bank's state were in front of x_go.)
+        def row_ready_for(i):
+            return Cat(*((self.acc_state_next[b] == AccState.DONE)
+                         | ((self.acc_state_next[b] == AccState.READY) & (self.rows_done_next[b] > i))
+                         for b in range(2))).bit_select(x_bank, 1)
+        rr_same, rr_inc, xi_inc = Signal(), Signal(), Signal()
+        m.d.sync += [rr_same.eq(row_ready_for(x_i)), rr_inc.eq(row_ready_for(x_i + 1))]
+        row_ready = Mux(xi_inc, rr_inc, rr_same)
         # (a piece in each of stages B and C may still close a beat: WFD - 4 leaves them room)
         # FIFO room and the row's last piece, each a register loaded a cycle ahead (exactly the
         # compares of this cycle's values): the FIFO level's adder and the piece's offset compare were
@@ -131,7 +140,7 @@ class WriteData(EnginePart):
         y_pos = Signal(range(BB))
         y_vb = Signal(range(BB + 1))
         y_closes = Signal()
-        m.d.sync += [y_valid.eq(x_go), step.eq(x_go & group_end)]
+        m.d.sync += [y_valid.eq(x_go), step.eq(x_go & group_end), xi_inc.eq(x_go & last_piece & ~i_end.last)]
         # last_piece for the offset after the edge: the next piece's (x_off + 2 PB), a new row's
         # (xs + PB), or, without a step, this offset's against the row end of this cycle; after a new
         # group's first offset the row end settles inside x_settle's window (the cursor after E1, xe
