@@ -274,33 +274,37 @@ def _bf16_rne(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    "cols,out_bf16,n,m_block,m",
+    "cols,out_bf16,n,m_block,acc,a_bytes,m",
     [
-        (2, False, 7, 8, 21),
-        (4, True, 13, 8, 21),
-        (16, True, 49, 8, 21),
-        (16, False, 49, 8, 21),
-        (4, False, 4, 8, 21),
-        (2, False, 7, 32, 45),
+        (2, False, 7, 8, 32, 256, 21),
+        (4, True, 13, 8, 32, 256, 21),
+        (16, True, 49, 8, 32, 256, 21),
+        (16, False, 49, 8, 32, 256, 21),
+        (4, False, 4, 8, 32, 256, 21),
+        (2, False, 7, 32, 64, 1024, 45),
     ],
     ids=["2cols-fp32", "4cols-bf16", "16cols-bf16", "16cols-fp32", "4cols-fp32-1nb", "2cols-fp32-groups-of-1"],
 )
-def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, m_block, m, seed):
+def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, m_block, acc, a_bytes, m, seed):
     """The write-back (address and data sides) writes every finished accumulator entry to its place
     in D, converted once to bf16 (RNE) when asked, with WSTRB covering exactly the columns < N: the
     bytes written are exactly D's, under random AW/W ready and B delays. Each bank's output beats
     arrive at random (READY with rising complete rows, DONE after the last beat) and an entry reads as
     garbage until its last k-block's beat is in, so a row read before it is complete is caught
-    (with groups of one n-block a row's first entry is its last: the fifth case). The last case's
-    m-blocks take 2, 1 and 2 n-blocks per group: a row segment that changes its length from one group
-    to the next catches a piece read with the previous group's geometry."""
+    (with groups of one n-block a row's first entry is its last: the fifth case). Every third group
+    is complete at once, so only the window after a group change holds its first read back; the
+    last case's m-blocks take 2, 1 and 2 n-blocks per group, so the row segment changes length
+    between groups: a last-piece flag computed with the previous group's row end, or a cursor step
+    a cycle later, fails it (one read per piece is counted)."""
     print(f"seed {seed}")
     cfg = EngineConfig(
-        mxu=MXUConfig(rows=2, cols=cols), hbm=HBM1, m_block=m_block, acc_entries=4 * m_block, a_buffer_bytes=256
+        mxu=MXUConfig(rows=2, cols=cols), hbm=HBM1, m_block=m_block, acc_entries=acc, a_buffer_bytes=a_bytes
     )
     k = 3
     regs = _descriptor(cfg, m, k, n, out_bf16=out_bf16)
     model = engine_blocking(m, k, n, cfg)
+    if m_block == 32:  # the case's point: the group size changes between m-blocks
+        assert model["block_g"] == [2, 1, 2], model
     wa, wd = WriteAddress(cfg), WriteData(cfg)
     dut = _Front(cfg, [wa, wd], [wa.seq, wd.seq])
 
@@ -424,7 +428,9 @@ def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, m_block, m, s
                 assert wc[b] == beats(loaded[b]), f"bank {b} freed before its group's last beat"
                 loaded[b] += 2
                 banks[b] = bank_image(loaded[b]) if loaded[b] < len(groups) else {}
-                wc[b] = 0
+                # every third group is complete at once (its bank DONE when the write-back gets to
+                # it, so only the window after the group change holds the first read back)
+                wc[b] = beats(loaded[b]) if loaded[b] % 3 == 2 else 0
         assert ctx.get(wa.idle) and ctx.get(wd.idle), "write-back did not finish"
 
     _run(Top(), bench)
@@ -705,8 +711,8 @@ def test_feeder_beats_under_back_pressure(rows, cols, fmt, m, k, n, seed):
         wcount, w_group, writes = [0, 0], [None, None], []
         acc_next = None
         w_seen, offered = [], False  # the write-back counts the feeder saw each cycle; a beat is on offer
-        # the accumulator banks and the C0 store side (one group's C0 at a time, rows in order)
-        # groups loading C0 (the store side at the first; the next one's bank LOADING meanwhile)
+        # the accumulator banks and the groups loading C0 (the store side stores the first one's rows
+        # in order; a later one's bank is LOADING meanwhile)
         state, c0_bank, c0_row, loading, c0_rate = [AccState.READY, AccState.READY], 0, 0, [], {}
         acc_seen = []  # (bank states, C0 bank, C0 row, groups started before the cycle) per cycle
         seen = {"issued while loading": 0, "waits on a loading bank": 0}
