@@ -13,6 +13,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
+from .axi_slice import AXI4RegisterSlice
 from .engine import EngineConfig, GEMMEngine
 from .engine.csr import axi4lite_signature
 from .hbm.axi import HBMController
@@ -65,9 +66,12 @@ class GEMMTop(wiring.Component):
         m.submodules.hbm = hbm if self.hbm_name is None else ModuleInstance(hbm, self.hbm_name)
         wiring.connect(m, wiring.flipped(self.csr), eng.csr)
         m.d.comb += self.irq.eq(eng.irq)
-        wiring.connect(m, eng.mem_a, hbm.axi0)
-        wiring.connect(m, eng.mem_w, hbm.axi1)
-        wiring.connect(m, eng.mem_c, hbm.axi2)
+        # a register slice on each engine port: the engine's VALIDs went through the front end's
+        # round-robin arbiter into the READYs of the other ports and back into the engine
+        for i, name in enumerate(("mem_a", "mem_w", "mem_c")):
+            m.submodules[f"{name}_slice"] = sl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
+            wiring.connect(m, getattr(eng, name), sl.s)
+            wiring.connect(m, sl.m, getattr(hbm, f"axi{i}"))
         for k in range(cfg.hbm.pseudo_channels):
             wiring.connect(m, getattr(hbm, f"pc{k}"), wiring.flipped(getattr(self, f"pc{k}")))
             m.d.comb += [getattr(self, f"refresh_owed{k}").eq(getattr(hbm, f"refresh_owed{k}")),

@@ -25,6 +25,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
+from ..axi_slice import AXI4RegisterSlice
 from ..config import check_int, check_pow2
 from ..engine import ENGINE_ADDRESS_MAPPING, EngineConfig, GEMMEngine
 from ..hbm.axi import HBMController
@@ -131,9 +132,12 @@ class BoardTop(wiring.Component):
         m.submodules.engine = eng = GEMMEngine(cfg, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
         hbm = self.hbm_controller(self.config)
         m.submodules.hbm = hbm if self.hbm_name is None else ModuleInstance(hbm, self.hbm_name)
-        wiring.connect(m, eng.mem_a, hbm.axi0)
-        wiring.connect(m, eng.mem_w, hbm.axi1)
-        wiring.connect(m, eng.mem_c, hbm.axi2)
+        # a register slice on each engine port: the engine's VALIDs went through the front end's
+        # round-robin arbiter into the READYs of the other ports and back into the engine
+        for i, name in enumerate(("mem_a", "mem_w", "mem_c")):
+            m.submodules[f"{name}_slice"] = sl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
+            wiring.connect(m, getattr(eng, name), sl.s)
+            wiring.connect(m, sl.m, getattr(hbm, f"axi{i}"))
         for k in range(cfg.hbm.pseudo_channels):
             emu = BRAMEmulator(cfg.hbm, emulated_rows=cfg.hbm.rows)
             m.submodules[f"bram{k}"] = emu
