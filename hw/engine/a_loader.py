@@ -10,7 +10,17 @@ from amaranth.lib.wiring import In, Out
 from .config import BEAT_BYTES
 from .cursor import attach_cursor
 from .dma import BurstSplitter
-from .interface import EnginePart, Geometry, ar_signature, lg, loop_control, mux_min, r_signature, seq_port_signature
+from .interface import (
+    EnginePart,
+    Geometry,
+    LoopEnd,
+    ar_signature,
+    lg,
+    loop_control,
+    mux_min,
+    r_signature,
+    seq_port_signature,
+)
 
 __all__ = ["ALoader"]
 
@@ -103,28 +113,32 @@ class ALoader(EnginePart):
         ai_q, _ = pass_beats(ai_pb)
         ai_beats = Signal(D)
         ai_left, ai_more, ai_left_first, ai_next_beats = beats_left("ai_left", ai_q)
+        # the row loop's end from registers (LoopEnd): the engine's critical path ran ai_i -> +1 ->
+        # compare with the cursor's mb -> next_mblock -> the cursor's registers
+        ai_i_end = LoopEnd(ai_i, ai.mb, "ai_i", ai.mb_one)
         with m.If(self.go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0),
                          ai_req.eq(d.a_base), ai_preq.eq(d.a_base), ai_beats.eq(pass_beats(0)[1]),
-                         ai_left.eq(ai_left_first)]
-        ai_can = self.run & ai.ok & ~ai.fin & ((ai_i != 0) | (ai_pb != 0) | ~busy.bit_select(ai_bank, 1))
+                         ai_left.eq(ai_left_first), *ai_i_end.restart()]
+        ai_can = self.run & ai.ok & ~ai.fin & (~ai_i_end.first | (ai_pb != 0) | ~busy.bit_select(ai_bank, 1))
         m.d.comb += [sp.cmd.valid.eq(ai_can), sp.cmd.payload.addr.eq(ai_req),
                      sp.cmd.payload.beats.eq(ai_beats)]
         claim = Signal()
-        m.d.comb += claim.eq(sp.cmd.valid & sp.cmd.ready & (ai_i == 0) & (ai_pb == 0))
+        m.d.comb += claim.eq(sp.cmd.valid & sp.cmd.ready & ai_i_end.first & (ai_pb == 0))
         with m.If(sp.cmd.valid & sp.cmd.ready):
-            with m.If(ai_i + 1 != ai.mb):
-                m.d.sync += [ai_i.eq(ai_i + 1), ai_addr.eq(ai_addr + d.a_stride), ai_req.eq(ai_req + d.a_stride)]
+            with m.If(~ai_i_end.last):
+                m.d.sync += [ai_i.eq(ai_i + 1), ai_addr.eq(ai_addr + d.a_stride), ai_req.eq(ai_req + d.a_stride),
+                             *ai_i_end.step()]
             with m.Elif(ai_more):
                 pass_addr = ai_preq + (ai_q << lg(BEAT_BYTES))
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(ai_pb + ai_q), ai_addr.eq(ai_baddr), ai_req.eq(pass_addr),
                              ai_preq.eq(pass_addr), ai_beats.eq(ai_next_beats),
-                             ai_left.eq(ai_left - ai_q)]
+                             ai_left.eq(ai_left - ai_q), *ai_i_end.restart()]
             with m.Else():
                 nxt = ai_addr + d.a_stride
                 m.d.sync += [ai_i.eq(0), ai_pb.eq(0), ai_bank.eq(~ai_bank), ai_addr.eq(nxt), ai_baddr.eq(nxt),
                              ai_req.eq(nxt), ai_preq.eq(nxt), ai_beats.eq(pass_beats(0)[1]),
-                             ai_left.eq(ai_left_first)]
+                             ai_left.eq(ai_left_first), *ai_i_end.restart()]
                 m.d.comb += ai.next_mblock.eq(1)
 
         # ---- store side: beats -> A bank (same pass order)

@@ -81,7 +81,8 @@ class Accumulator(EnginePart):
         o_addr = Signal(range(g.ACCD + 1))
         o_bank = Signal()
         # loop ends from registers (LoopEnd): no adder in front of the cursor's step
-        i_end, g_end, kb_end = LoopEnd(o_i, co.mb, "o_i"), LoopEnd(o_g, co.gc, "o_g"), LoopEnd(o_kb, d.kb, "o_kb")
+        i_end, g_end = LoopEnd(o_i, co.mb, "o_i", co.mb_one), LoopEnd(o_g, co.gc, "o_g", co.gc_one)
+        kb_end = LoopEnd(o_kb, d.kb, "o_kb")
         with m.If(self.go):
             m.d.sync += [o_kb.eq(0), o_g.eq(0), o_i.eq(0), o_addr.eq(0), o_bank.eq(0), *i_end.restart(),
                          *g_end.restart(), *kb_end.restart()]

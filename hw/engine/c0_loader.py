@@ -98,7 +98,7 @@ class C0Loader(EnginePart):
             off, beats = geometry(nbC)
             return [ci_row.eq(row), ci_nbC.eq(nbC), ci_addr.eq(row + off), ci_beats.eq(beats)]
 
-        ci_g_end, ci_i_end = LoopEnd(ci_g, ci.gc, "ci_g"), LoopEnd(ci_i, ci.mb, "ci_i")
+        ci_g_end, ci_i_end = LoopEnd(ci_g, ci.gc, "ci_g", ci.gc_one), LoopEnd(ci_i, ci.mb, "ci_i", ci.mb_one)
         with m.If(self.go):
             m.d.sync += [ci_i.eq(0), ci_g.eq(0), ci_bank.eq(0), ci_started.eq(0), ci_mrow.eq(d.c_base),
                          *ci_request(d.c_base, 0), *ci_g_end.restart(), *ci_i_end.restart()]
@@ -147,7 +147,7 @@ class C0Loader(EnginePart):
         cc_bank = Signal()
         cc_addr = Signal(range(g.ACCD + 1))
         cc_rowaddr = Signal(range(g.ACCD + 1))
-        cc_g_end, cc_i_end = LoopEnd(cc_g, cc.gc, "cc_g"), LoopEnd(cc_i, cc.mb, "cc_i")
+        cc_g_end, cc_i_end = LoopEnd(cc_g, cc.gc, "cc_g", cc.gc_one), LoopEnd(cc_i, cc.mb, "cc_i", cc.mb_one)
         # the entry's beats: a register loaded with the n-block's (as the read side's request)
         cc_beats = Signal(range(CS + 2))
 

@@ -29,11 +29,12 @@ class BlockCursor(EnginePart):
             the last group of the last m-block).
         next_mblock: In(1), strobe: the loop finished its m-block (``fin`` after the last m-block).
         mb: Out, rows of the m-block; nb0: Out, first n-block of the group; gc: Out, n-blocks in the
-            group; last_mblock, last_group: Out(1); ok: Out(1), the m-block is in the table; fin:
-            Out(1), the loop is done with the GEMM. A step taken in the cycle of ``prep`` or ``go``
-            wins over them. All of these are registers: ``ok`` rises one cycle after the block's
-            entry is written, and the values after a step (next group or next m-block) are there in
-            the cycle after it.
+            group; mb_one, gc_one: Out(1), ``mb == 1`` and ``gc == 1`` (for
+            :class:`~hw.engine.interface.LoopEnd`); last_mblock, last_group: Out(1); ok: Out(1), the
+            m-block is in the table; fin: Out(1), the loop is done with the GEMM. A step taken in the
+            cycle of ``prep`` or ``go`` wins over them. All of these are registers: ``ok`` rises one
+            cycle after the block's entry is written, and the values after a step (next group or next
+            m-block) are there in the cycle after it.
 
     Raises:
         TypeError: ``config`` is not an EngineConfig.
@@ -44,6 +45,7 @@ class BlockCursor(EnginePart):
             "seq": Out(seq_port_signature(g)), "nb": In(g.D),
             "prep": In(1), "go": In(1), "counted": In(1), "next_group": In(1), "next_mblock": In(1),
             "mb": Out(range(g.m_block + 1)), "nb0": Out(g.D), "gc": Out(range(g.ACCD + 1)),
+            "mb_one": Out(1), "gc_one": Out(1),
             "last_mblock": Out(1), "last_group": Out(1), "ok": Out(1), "fin": Out(1),
         }
 
@@ -62,15 +64,17 @@ class BlockCursor(EnginePart):
         # group's size is one compare away from registers
         mb, gc = Signal.like(self.mb), Signal.like(self.gc)
         last_mblock, last_group, ok = Signal(), Signal(), Signal()
+        mb_one, gc_one = Signal(), Signal()
         m.d.comb += [
             s.idx.eq(idx), s.counted.eq(self.counted),
             self.mb.eq(mb), self.last_mblock.eq(last_mblock), self.ok.eq(ok), self.nb0.eq(nb0), self.fin.eq(fin),
-            self.gc.eq(gc), self.last_group.eq(last_group),
+            self.gc.eq(gc), self.last_group.eq(last_group), self.mb_one.eq(mb_one), self.gc_one.eq(gc_one),
         ]
 
         def load(rem, e_mb, e_gb, e_last, e_ok):
             return [mb.eq(e_mb), last_mblock.eq(e_last), ok.eq(e_ok), gc.eq(Mux(rem < e_gb, rem, e_gb)),
-                    last_group.eq(rem <= e_gb), after.eq(rem - e_gb)]
+                    last_group.eq(rem <= e_gb), after.eq(rem - e_gb),
+                    mb_one.eq(e_mb == 1), gc_one.eq(Mux(rem < e_gb, rem == 1, e_gb == 1))]
 
         here = (s.mb, s.gb, s.last, s.ok)
         there = (s.n_mb, s.n_gb, s.n_last, s.n_ok)

@@ -89,7 +89,8 @@ class Feeder(EnginePart):
         # mb and gc being registers stable while the loop is in the block, after it a flag loaded with
         # each increment), so no adder and carry chain is in front of the next position; the
         # first-count flags are also row 0 (swap) and k-block 0 (no K chain; C0 or +0)
-        i_end, g_end, kb_end = LoopEnd(f_i, fd.mb, "f_i"), LoopEnd(f_g, fd.gc, "f_g"), LoopEnd(f_kb, d.kb, "f_kb")
+        i_end, g_end = LoopEnd(f_i, fd.mb, "f_i", fd.mb_one), LoopEnd(f_g, fd.gc, "f_g", fd.gc_one)
+        kb_end = LoopEnd(f_kb, d.kb, "f_kb")
         f_kb0 = kb_end.first
 
         # A ready: the bank is full, or (read in passes) every row's beats up to the ones holding

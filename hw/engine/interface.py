@@ -51,17 +51,20 @@ class LoopEnd:
     Args:
         count: the counter (a Signal); limit: its number of values (>= 1 while the loop runs).
         name: prefix of the two flag registers (``<name>_first``, ``<name>_last``).
+        one: a register equal to ``limit == 1`` in every cycle (a block cursor's ``gc_one`` or
+            ``mb_one``), used at count 0 instead of the compare, so the limit's compare is not in
+            front of what the loop's step decides either.
 
     Attributes:
         first: Signal(1), a register: the counter is at 0.
         last: Value(1), the counter is at ``limit - 1``.
     """
 
-    def __init__(self, count, limit, name: str):
+    def __init__(self, count, limit, name: str, one=None):
         self._count, self._limit = count, limit
         self.first = Signal(init=1, name=f"{name}_first")
         self._last = Signal(name=f"{name}_last")
-        self.last = Mux(self.first, limit == 1, self._last)
+        self.last = Mux(self.first, limit == 1 if one is None else one, self._last)
 
     def step(self) -> list:
         """Statements for the counter's increment (to be added to the sync domain)."""

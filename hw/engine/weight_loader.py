@@ -88,7 +88,7 @@ class WeightLoader(EnginePart):
             """(g_last, kb_last, the flags' statements for each step of :func:`tile_step`): the
             tile's group and k-block loop ends from registers (:class:`LoopEnd`), so no adder is in
             front of the cursor's step."""
-            g_end, kb_end = LoopEnd(gi, cur.gc, f"{p}_g"), LoopEnd(kb, d.kb, f"{p}_kb")
+            g_end, kb_end = LoopEnd(gi, cur.gc, f"{p}_g", cur.gc_one), LoopEnd(kb, d.kb, f"{p}_kb")
             with m.If(self.go):
                 m.d.sync += [*g_end.restart(), *kb_end.restart()]
             step = {"tile": g_end.step(), "kb": [*g_end.restart(), *kb_end.step()],

@@ -129,7 +129,7 @@ class WriteData(EnginePart):
         m.d.comb += x_go.eq(self.run & wd.ok & ~wd.fin & row_ready & room & (x_settle == 0))
         closes = last_piece | (((x_off + PB) & (BB - 1)) == 0)
         x_vb = Mux(PB < xe - x_off, PB, xe - x_off)
-        i_end = LoopEnd(x_i, wd.mb, "x_i")
+        i_end = LoopEnd(x_i, wd.mb, "x_i", wd.mb_one)
         group_end = last_piece & i_end.last
         m.d.comb += [self.rd_addr.eq(x_addr), self.rd_en.eq(x_go),
                      self.free.eq(x_go & group_end), self.free_bank.eq(x_bank)]
