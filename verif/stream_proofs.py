@@ -51,6 +51,12 @@ def _hbm(module: str, cls: str):
     return make
 
 
+def _skid_buffer():
+    from hw.skid_buffer import SkidBuffer
+
+    return SkidBuffer(4)
+
+
 def _mxu():
     from hw.mxu import MXU, MXUConfig
 
@@ -75,4 +81,5 @@ PROOFS: dict[str, StreamProof] = {
     "engine-write-data": StreamProof(_engine("write_data", "WriteData"), lambda m, d: [~d.go | d.idle], _GO_WHEN_IDLE),
     "hbm-channel": StreamProof(_hbm("controller", "PseudoChannelController")),
     "hbm-read-path": StreamProof(_hbm("read_path", "ReadResponsePath")),
+    "skid-buffer": StreamProof(_skid_buffer),
 }
