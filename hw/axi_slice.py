@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from .config import check_int
 from .hbm.axi import axi4_signature
 from .skid_buffer import SkidBuffer
+from .stream_register import StreamRegister
 
 __all__ = ["AXI4RegisterSlice"]
 
@@ -25,10 +26,13 @@ def _payloads(addr_bits: int, data_bits: int, id_bits: int) -> dict[str, dict[st
 
 
 class AXI4RegisterSlice(wiring.Component):
-    """A :class:`~hw.skid_buffer.SkidBuffer` on each chosen AXI4 channel (the AMBA "fully registered"
-    slice): on those channels VALID, the payload and READY leave the slice from flip-flops, so no
-    combinational path runs between master and slave through them, at one transfer per cycle and one
-    cycle of latency. The other channels pass straight through.
+    """A :class:`~hw.skid_buffer.SkidBuffer` on each channel of ``channels`` (the AMBA "fully
+    registered" slice): VALID, the payload and READY leave the slice from flip-flops, so no
+    combinational path runs between master and slave through them. A
+    :class:`~hw.stream_register.StreamRegister` on each channel of ``forward`` (the AMBA "forward"
+    slice: VALID and the payload from flip-flops, READY one gate after the destination's, one payload
+    register instead of two and no multiplexer in front of it, for a wide channel). Both run at one
+    transfer per cycle with one cycle of latency. The other channels pass straight through.
 
     What it cuts in :class:`~hw.top.GEMMTop` and the board top: the engine's W/AR VALID went through
     the HBM front end's round-robin arbiter into the READY of every port of the same pseudo-channel and
@@ -43,26 +47,34 @@ class AXI4RegisterSlice(wiring.Component):
         addr_bits: AxADDR width, 1..64 bits.
         data_bits: xDATA width in bits, a multiple of 8 from 8 to 1024.
         id_bits: ID width, 1..16 bits.
-        channels: the channels to register, a subset of ``("aw", "w", "b", "ar", "r")``.
+        channels: the channels to register fully, a subset of ``("aw", "w", "b", "ar", "r")``.
+        forward: the channels to register forward only, a subset of the same names, none of them in
+            ``channels``.
 
     Raises:
         TypeError: ``channels`` is not a tuple or list of strings.
-        ValueError: a width out of range or an unknown channel name, naming it and the allowed values.
+        ValueError: a width out of range, an unknown channel name or one in both ``channels`` and
+            ``forward``, naming it and the allowed values.
     """
 
-    def __init__(self, addr_bits: int, data_bits: int, id_bits: int, channels=("aw", "w", "ar")):
+    def __init__(self, addr_bits: int, data_bits: int, id_bits: int, channels=("aw", "ar"), forward=("w",)):
         check_int("addr_bits", addr_bits, 1, 64)
         check_int("data_bits", data_bits, 8, 1024)
         if data_bits % 8:
             raise ValueError(f"data_bits must be a multiple of 8; got {data_bits}")
         check_int("id_bits", id_bits, 1, 16)
-        if not isinstance(channels, (tuple, list)) or not all(isinstance(c, str) for c in channels):
-            raise TypeError(f"channels must be a tuple of channel names; got {channels!r}")
-        for c in channels:
-            if c not in CHANNELS:
-                raise ValueError(f"channels: unknown channel {c!r}; allowed: {', '.join(CHANNELS)}")
+        for name, chans in (("channels", channels), ("forward", forward)):
+            if not isinstance(chans, (tuple, list)) or not all(isinstance(c, str) for c in chans):
+                raise TypeError(f"{name} must be a tuple of channel names; got {chans!r}")
+            for c in chans:
+                if c not in CHANNELS:
+                    raise ValueError(f"{name}: unknown channel {c!r}; allowed: {', '.join(CHANNELS)}")
+        both = [c for c in channels if c in forward]
+        if both:
+            raise ValueError(f"channels and forward both name {', '.join(both)}; a channel takes one kind of slice")
         self.addr_bits, self.data_bits, self.id_bits = addr_bits, data_bits, id_bits
         self.channels = tuple(c for c in CHANNELS if c in channels)
+        self.forward = tuple(c for c in CHANNELS if c in forward)
         sig = axi4_signature(addr_bits, data_bits, id_bits)
         super().__init__({"s": Out(sig), "m": In(sig)})
 
@@ -73,11 +85,12 @@ class AXI4RegisterSlice(wiring.Component):
             src, dst = (self.s, self.m) if ch in ("aw", "w", "ar") else (self.m, self.s)
             src_valid, src_ready = getattr(src, f"{ch}valid"), getattr(src, f"{ch}ready")
             dst_valid, dst_ready = getattr(dst, f"{ch}valid"), getattr(dst, f"{ch}ready")
-            if ch not in self.channels:
+            if ch not in self.channels + self.forward:
                 m.d.comb += [dst_valid.eq(src_valid), src_ready.eq(dst_ready)]
                 m.d.comb += [getattr(dst, ch + f).eq(getattr(src, ch + f)) for f in fields]
                 continue
-            m.submodules[f"{ch}_skid"] = buf = SkidBuffer(data.StructLayout(fields))
+            kind = SkidBuffer if ch in self.channels else StreamRegister
+            m.submodules[f"{ch}_slice"] = buf = kind(data.StructLayout(fields))
             m.d.comb += [buf.i.valid.eq(src_valid), src_ready.eq(buf.i.ready),
                          dst_valid.eq(buf.o.valid), buf.o.ready.eq(dst_ready)]
             m.d.comb += [getattr(buf.i.payload, f).eq(getattr(src, ch + f)) for f in fields]

@@ -24,7 +24,8 @@ __all__ = ["GEMMTop"]
 
 
 class GEMMTop(wiring.Component):
-    """Engine + HBM controller.
+    """Engine + HBM controller, an :class:`~hw.axi_slice.AXI4RegisterSlice` on each engine port
+    (AW and AR fully registered, W forward: one cycle more per request, full rate).
 
     Ports: ``csr`` (AXI4-Lite slave, 7-bit address, 32-bit data), ``irq`` (Out 1), ``pc<k>`` (Out
     :func:`dram_signature` per pseudo-channel), ``refresh_owed<k>`` (Out 4), ``queue_empty<k>`` (Out 1:

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The full register slice (:class:`hw.skid_buffer.SkidBuffer`) and the AXI4 register slice built on
 it (:class:`hw.axi_slice.AXI4RegisterSlice`), in Amaranth's simulator."""
 
@@ -108,12 +109,12 @@ def test_bad_shape():
 # ---------------------------------------------------------------- AXI4 register slice
 
 
-def _slice_traffic(channels, seed: int, beats: int = 120):
-    """Random traffic on all five channels of a slice registering ``channels``; returns per channel
-    (payloads in, payloads out, latency of the first transfer at full rate is checked separately)."""
+def _slice_traffic(channels, forward, seed: int, beats: int = 120):
+    """Random traffic on all five channels of a slice registering ``channels`` fully and ``forward``
+    forward only; returns per channel the payloads in and the payloads out."""
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
-    dut = AXI4RegisterSlice(20, 32, 2, channels=channels)
+    dut = AXI4RegisterSlice(20, 32, 2, channels=channels, forward=forward)
     fields = _payloads(20, 32, 2)
     sides = {ch: (dut.s, dut.m) if ch in ("aw", "w", "ar") else (dut.m, dut.s) for ch in CHANNELS}
     sent = {ch: [] for ch in CHANNELS}
@@ -149,19 +150,23 @@ def _slice_traffic(channels, seed: int, beats: int = 120):
     return sent, got
 
 
-@pytest.mark.parametrize("channels,seed", [(("aw", "w", "ar"), 1), (CHANNELS, 2), (("b",), 3)])
-def test_axi_slice_passes_every_channel_in_order(channels, seed):
-    """Every channel, registered or passed through, delivers each payload field unchanged, in
-    order, none lost or duplicated, under random VALID and READY."""
-    sent, got = _slice_traffic(channels, seed)
+@pytest.mark.parametrize(
+    "channels,forward,seed", [(("aw", "ar"), ("w",), 1), (CHANNELS, (), 2), (("b",), ("r", "aw"), 3)]
+)
+def test_axi_slice_passes_every_channel_in_order(channels, forward, seed):
+    """Every channel, registered (fully or forward) or passed through, delivers each payload field
+    unchanged, in order, none lost or duplicated, under random VALID and READY."""
+    sent, got = _slice_traffic(channels, forward, seed)
     for ch in CHANNELS:
         assert got[ch] == sent[ch], ch
 
 
 def test_axi_slice_registers_exactly_the_chosen_channels():
-    """A registered channel's READY (toward its source) does not follow its destination's READY in
-    the same cycle and its VALID arrives a cycle later; a passed-through channel follows at once."""
-    dut = AXI4RegisterSlice(20, 32, 1, channels=("w", "r"))
+    """A fully registered channel's READY (toward its source) does not follow its destination's
+    READY in the same cycle and its VALID arrives a cycle later; a forward-registered channel's VALID
+    arrives a cycle later and, holding a transfer, its READY follows the destination's; a
+    passed-through channel follows at once."""
+    dut = AXI4RegisterSlice(20, 32, 1, channels=("w", "r"), forward=("ar",))
     seen = {}
 
     async def bench(ctx):
@@ -181,8 +186,11 @@ def test_axi_slice_registers_exactly_the_chosen_channels():
     run_testbench(dut, bench)
     # registered: valid out, ready still high from the empty skid register and unmoved by dst ready
     assert seen["w"] == (1, 1, 1) and seen["r"] == (1, 1, 1)
+    # forward: valid out a cycle later, ready low while holding it and the destination stalls,
+    # high in the same cycle as the destination's ready
+    assert seen["ar"] == (1, 0, 1)
     # passed through: valid at once, ready follows the destination's ready combinationally
-    for ch in ("aw", "b", "ar"):
+    for ch in ("aw", "b"):
         assert seen[ch] == (1, 0, 1), ch
 
 
@@ -195,3 +203,7 @@ def test_axi_slice_bad_arguments():
         AXI4RegisterSlice(20, 30, 1)
     with pytest.raises(ValueError, match="id_bits"):
         AXI4RegisterSlice(20, 32, 0)
+    with pytest.raises(ValueError, match="channels and forward both name w; a channel takes one kind of slice"):
+        AXI4RegisterSlice(20, 32, 1, channels=("w",), forward=("w",))
+    with pytest.raises(ValueError, match="forward: unknown channel 'q'"):
+        AXI4RegisterSlice(20, 32, 1, forward=("q",))
