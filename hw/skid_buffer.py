@@ -45,11 +45,15 @@ class SkidBuffer(wiring.Component):
         skid_valid = Signal()
         skid = Signal(self.shape)
         m.d.comb += self.i.ready.eq(~skid_valid)
+        # the skid register loads whenever it is empty, valid or not (without skid_valid its value
+        # is never looked at), so its enable is a flip-flop, not the producer's valid
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.i.payload)
         with m.If(~self.o.valid | self.o.ready):       # the main register moves on
             with m.If(skid_valid):
                 m.d.sync += [self.o.payload.eq(skid), self.o.valid.eq(1), skid_valid.eq(0)]
             with m.Else():
                 m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(self.i.valid)]
         with m.Elif(self.i.valid & ~skid_valid):        # main register stalled: park the new transfer
-            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+            m.d.sync += skid_valid.eq(1)
         return m

@@ -42,8 +42,9 @@ class StreamRegister(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready)
+        # the payload loads whenever the register can take a transfer, valid or not (what it holds
+        # without valid is never looked at): its enable is then ready alone, not the producer's
+        # valid, which in the HBM front end is the arbiter's output fanned out to every payload bit
         with m.If(self.i.ready):
-            m.d.sync += self.o.valid.eq(self.i.valid)
-        with m.If(self.i.valid & self.i.ready):
-            m.d.sync += self.o.payload.eq(self.i.payload)
+            m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(self.i.payload)]
         return m

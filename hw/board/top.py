@@ -151,7 +151,11 @@ class BoardTop(wiring.Component):
                      fifo.w_data.eq(urx.data.payload), fifo.w_en.eq(urx.data.valid), urx.data.ready.eq(1),
                      br.rx.payload.eq(fifo.r_data), br.rx.valid.eq(fifo.r_rdy), fifo.r_en.eq(br.rx.ready)]
         wiring.connect(m, br.tx, utx.data)
-        wiring.connect(m, br.mem, hbm.axi3)
+        # the bridge's requests through a slice too: its state decoded into VALID went through the
+        # same arbiter into the engine's W READY
+        m.submodules.bridge_slice = bsl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
+        wiring.connect(m, br.mem, bsl.s)
+        wiring.connect(m, bsl.m, hbm.axi3)
         wiring.connect(m, br.csr, eng.csr)
 
         lost = Signal()
