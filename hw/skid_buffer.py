@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Shape, Signal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.hdl import Module, Signal
+
+from .stream_register import StreamRegister
 
 __all__ = ["SkidBuffer"]
 
 
-class SkidBuffer(wiring.Component):
+class SkidBuffer(StreamRegister):
     """A two-entry skid buffer: one transfer per cycle, and no combinational path in either direction.
 
     ``o.valid`` and ``o.payload`` come from the main register and ``i.ready`` from a flip-flop (high
@@ -17,28 +17,11 @@ class SkidBuffer(wiring.Component):
     crosses the slice in the same cycle: the AMBA AXI "fully registered" slice. When the consumer
     stalls, the transfer the producer made in that cycle (it saw ``i.ready`` high) lands in the skid
     register and ``i.ready`` falls a cycle later. A transfer takes one cycle longer to reach the
-    consumer; the slice holds at most two transfers.
+    consumer; the slice holds at most two transfers, in order.
 
-    Ports:
-        i: ``In(stream.Signature(shape))`` -- the producer's side.
-        o: ``Out(stream.Signature(shape))`` -- the consumer's side; ``payload`` holds its value while
-            ``valid`` is high and ``ready`` low (the stream rule); order is kept.
-
-    Args:
-        shape: the payload's shape (a ``lib.data`` layout or anything ``Shape.cast`` accepts).
-
-    Raises:
-        TypeError: ``shape`` is not a shape.
+    Ports, arguments and errors as :class:`~hw.stream_register.StreamRegister` (``i``, ``o``;
+    ``shape``; TypeError for a shape that is none).
     """
-
-    def __init__(self, shape):
-        if not isinstance(shape, data.Layout):
-            try:
-                Shape.cast(shape)
-            except TypeError:
-                raise TypeError(f"shape must be a shape or a lib.data layout; got {shape!r}") from None
-        self.shape = shape
-        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
 
     def elaborate(self, platform):
         m = Module()

@@ -9,40 +9,12 @@ import pytest
 
 from hw.axi_slice import CHANNELS, AXI4RegisterSlice, _payloads
 from hw.skid_buffer import SkidBuffer
-from verif.amaranth_tb import run_testbench
+from verif.amaranth_tb import run_testbench, stream_traffic
 
 
 def _run(in_p: float, out_p: float, seed: int, count: int = 300):
-    """Random producer (offers with probability ``in_p``) and consumer (ready with ``out_p``):
-    returns (values in, values out, the cycle each value was taken in, the cycle it came out)."""
-    print(f"seed {seed}")
-    rng = np.random.default_rng(seed)
-    dut = SkidBuffer(16)
-    sent, got, t_in, t_out = [], [], [], []
-
-    async def bench(ctx):
-        cycle, nxt = 0, 0
-        while len(got) < count:
-            offer = nxt < count and rng.random() < in_p
-            ctx.set(dut.i.valid, offer)
-            ctx.set(dut.i.payload, (nxt * 40503) & 0xFFFF)
-            ready_before = ctx.get(dut.i.ready)
-            ctx.set(dut.o.ready, rng.random() < out_p)
-            # i.ready is a flip-flop: the consumer's ready of this cycle does not reach it
-            assert ctx.get(dut.i.ready) == ready_before
-            if ctx.get(dut.o.valid) and ctx.get(dut.o.ready):
-                got.append(ctx.get(dut.o.payload))
-                t_out.append(cycle)
-            if offer and ctx.get(dut.i.ready):
-                sent.append((nxt * 40503) & 0xFFFF)
-                t_in.append(cycle)
-                nxt += 1
-            await ctx.tick()
-            cycle += 1
-            assert cycle < 20 * count, "hang"
-
-    run_testbench(dut, bench)
-    return sent, got, t_in, t_out
+    """Random producer and consumer around a SkidBuffer (``verif.amaranth_tb.stream_traffic``)."""
+    return stream_traffic(SkidBuffer(16), in_p, out_p, seed, count, registered_ready=True)
 
 
 def test_full_rate_and_one_cycle_latency():

@@ -2,41 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from hw.stream_register import StreamRegister
-from verif.amaranth_tb import run_testbench
+from verif.amaranth_tb import run_testbench, stream_traffic
 
 
 def _run(in_p: float, out_p: float, seed: int, count: int = 200):
-    """Random producer (offers with probability ``in_p``) and consumer (ready with ``out_p``):
-    returns (values in, values out, the cycle each value was taken in, the cycle it came out)."""
-    print(f"seed {seed}")
-    rng = np.random.default_rng(seed)
-    dut = StreamRegister(16)
-    sent, got, t_in, t_out = [], [], [], []
-
-    async def bench(ctx):
-        cycle, nxt = 0, 0
-        while len(got) < count:
-            offer = nxt < count and rng.random() < in_p
-            ctx.set(dut.i.valid, offer)
-            ctx.set(dut.i.payload, (nxt * 40503) & 0xFFFF)
-            ctx.set(dut.o.ready, rng.random() < out_p)
-            if ctx.get(dut.o.valid) and ctx.get(dut.o.ready):
-                got.append(ctx.get(dut.o.payload))
-                t_out.append(cycle)
-            if offer and ctx.get(dut.i.ready):
-                sent.append((nxt * 40503) & 0xFFFF)
-                t_in.append(cycle)
-                nxt += 1
-            await ctx.tick()
-            cycle += 1
-            assert cycle < 20 * count, "hang"
-
-    run_testbench(dut, bench)
-    return sent, got, t_in, t_out
+    """Random producer and consumer around a StreamRegister (``verif.amaranth_tb.stream_traffic``)."""
+    return stream_traffic(StreamRegister(16), in_p, out_p, seed, count)
 
 
 def test_full_rate_and_one_cycle_latency():
