@@ -106,7 +106,7 @@ do not fit the board's memory or whose K exceeds its MAX_K.""")
     bl.add_argument("--baud", type=_baud, default=115_200, help="UART bit/s (default 115200)")
     bl.add_argument("--clk-mhz", type=float, default=50.0, metavar="MHZ",
                     help="design clock made by the ECP5 PLL from the 25 MHz oscillator (default 50: the "
-                         "default build places at about 54 MHz on the 85F; 25 uses the pin directly)")
+                         "default build places above it, with margin, on the 85F; 25 uses the pin directly)")
     bl.add_argument("--seed", type=seed_arg, default=1, help="nextpnr placement seed (default 1)")
     bl.add_argument("--json", action="store_true", help="print the report as JSON")
     bl.add_argument("-o", "--out", required=True, type=out_dir_arg, help="output folder (board.bit, board.json, logs)")
