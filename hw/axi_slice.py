@@ -34,9 +34,10 @@ class AXI4RegisterSlice(wiring.Component):
     register instead of two and no multiplexer in front of it, for a wide channel). Both run at one
     transfer per cycle with one cycle of latency. The other channels pass straight through.
 
-    What it cuts in :class:`~hw.top.GEMMTop` and the board top: the engine's W/AR VALID went through
-    the HBM front end's round-robin arbiter into the READY of every port of the same pseudo-channel and
-    on into the engine's burst splitters, one combinational path from engine to engine.
+    What it cuts in :class:`~hw.top.GEMMTop` and the board top: without it, a port's VALID runs
+    through the HBM front end's round-robin arbiter into the READY of every port of the same
+    pseudo-channel and on into the engine's burst splitters, one combinational path from engine to
+    engine.
 
     Ports:
         s: the slave side, where the master connects (:func:`~hw.hbm.axi.axi4_signature`, as a slave

@@ -67,8 +67,8 @@ class GEMMTop(wiring.Component):
         m.submodules.hbm = hbm if self.hbm_name is None else ModuleInstance(hbm, self.hbm_name)
         wiring.connect(m, wiring.flipped(self.csr), eng.csr)
         m.d.comb += self.irq.eq(eng.irq)
-        # a register slice on each engine port: the engine's VALIDs went through the front end's
-        # round-robin arbiter into the READYs of the other ports and back into the engine
+        # a register slice on each engine port: without it the engine's VALIDs run through the front
+        # end's round-robin arbiter into the READYs of the other ports and back into the engine
         for i, name in enumerate(("mem_a", "mem_w", "mem_c")):
             m.submodules[f"{name}_slice"] = sl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
             wiring.connect(m, getattr(eng, name), sl.s)

@@ -132,8 +132,8 @@ class BoardTop(wiring.Component):
         m.submodules.engine = eng = GEMMEngine(cfg, pe_blackbox=self.pe_blackbox, row_name=self.row_name)
         hbm = self.hbm_controller(self.config)
         m.submodules.hbm = hbm if self.hbm_name is None else ModuleInstance(hbm, self.hbm_name)
-        # a register slice on each engine port: the engine's VALIDs went through the front end's
-        # round-robin arbiter into the READYs of the other ports and back into the engine
+        # a register slice on each engine port: without it the engine's VALIDs run through the front
+        # end's round-robin arbiter into the READYs of the other ports and back into the engine
         for i, name in enumerate(("mem_a", "mem_w", "mem_c")):
             m.submodules[f"{name}_slice"] = sl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
             wiring.connect(m, getattr(eng, name), sl.s)
@@ -151,8 +151,8 @@ class BoardTop(wiring.Component):
                      fifo.w_data.eq(urx.data.payload), fifo.w_en.eq(urx.data.valid), urx.data.ready.eq(1),
                      br.rx.payload.eq(fifo.r_data), br.rx.valid.eq(fifo.r_rdy), fifo.r_en.eq(br.rx.ready)]
         wiring.connect(m, br.tx, utx.data)
-        # the bridge's requests through a slice too: its state decoded into VALID went through the
-        # same arbiter into the engine's W READY
+        # the bridge's requests through a slice too: otherwise its state, decoded into VALID, runs
+        # through the same arbiter into the engine's W READY
         m.submodules.bridge_slice = bsl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
         wiring.connect(m, br.mem, bsl.s)
         wiring.connect(m, bsl.m, hbm.axi3)

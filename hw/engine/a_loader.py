@@ -113,8 +113,8 @@ class ALoader(EnginePart):
         ai_q, _ = pass_beats(ai_pb)
         ai_beats = Signal(D)
         ai_left, ai_more, ai_left_first, ai_next_beats = beats_left("ai_left", ai_q)
-        # the row loop's end from registers (LoopEnd): the engine's critical path ran ai_i -> +1 ->
-        # compare with the cursor's mb -> next_mblock -> the cursor's registers
+        # the row loop's end from registers (LoopEnd), so no ai_i -> +1 -> compare with the cursor's
+        # mb chain sits in front of next_mblock and the cursor's registers
         ai_i_end = LoopEnd(ai_i, ai.mb, "ai_i", ai.mb_one)
         with m.If(self.go):
             m.d.sync += [ai_i.eq(0), ai_bank.eq(0), ai_addr.eq(d.a_base), ai_baddr.eq(d.a_base), ai_pb.eq(0),
