@@ -187,7 +187,7 @@ class _NoHazards(RequestQueue):
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        m.d.sync += self.view.col_ready.eq(-1)
+        m.d.comb += self.view.col_ready.eq(-1)
         return m
 
 

@@ -166,12 +166,19 @@ class RequestQueue(wiring.Component):
             m.d.comb += in_is[b].eq(in_bank == b)
             for i in range(n):
                 m.d.comb += slot_is[i][b].eq(q.bank[i] == b)
+        # The entering request's hazard (a same-address compare against every slot, then an OR over
+        # the slots) is registered apart and cleared from its readiness after the flip-flops: it
+        # is the longest path from the request register, and the scheduler's AND has room for it.
         in_col, in_act = Signal(name="in_col_ready"), Signal(name="in_act_ready")
-        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, in_hit, (same & valid).any(), req.write)))
+        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, in_hit, Const(0, 1), req.write)))
+        col_ready = Signal(n, name="q_col_ready_nohaz")
+        blocked = Signal(n, name="q_in_blocked")  # entered last cycle behind a queued hazard
+        m.d.comb += q.col_ready.eq(col_ready & ~blocked)
+        m.d.sync += blocked.eq(alloc & (same & valid).any().replicate(n))
         for i in range(n):
             col, act = ready(slot_is[i], hit_kept[i], (dep[i] & valid).any(), q.write[i])
             m.d.sync += [
-                q.col_ready[i].eq(Mux(alloc[i], in_col, col)),
+                col_ready[i].eq(Mux(alloc[i], in_col, col)),
                 q.act_ready[i].eq(Mux(alloc[i], in_act, act)),
             ]
         # Per bank: queued slots (a slot leaving this cycle still counts) and the entering request,
