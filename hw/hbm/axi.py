@@ -14,7 +14,8 @@ AXI4 support (AMBA AXI and ACE Protocol Specification, ARM IHI 0022, sections A3
   one B with SLVERR follows; a read burst returns ARLEN + 1 beats of zeros with SLVERR, the last with
   RLAST. ``WSTRB`` is honoured byte by byte (it becomes the controller's write mask).
 * Ordering: each port serves one write burst at a time (AW, all W beats, B; the next AW is taken in
-  the cycle of the last W beat, so one-beat bursts run at one per cycle) and issues read bursts in
+  the cycle of the last W beat, so one-beat bursts run at one per cycle; B responses wait in a
+  two-slot skid buffer, so up to two may be pending) and issues read bursts in
   AR order; read data returns through a reorder buffer of ``rob_depth`` beats in AR order, so the
   per-ID ordering rule holds (a stronger order than required across IDs). Writes are posted: B is
   sent when the last beat has entered the pseudo-channel's request register, from where requests
@@ -36,11 +37,13 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
+from amaranth.lib.data import StructLayout
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..config import check_int, check_pow2
 from ..instance import ModuleInstance
+from ..skid_buffer import SkidBuffer
 from ..stream_register import StreamRegister
 from .config import HBMConfig
 from .controller import PseudoChannelController, dram_signature
@@ -171,21 +174,20 @@ class HBMController(wiring.Component):
             axi = getattr(self, f"axi{p}")
             # ---------------- write side: one burst at a time
             w_busy = Signal(name=f"p{p}_w_busy")    # AW taken, W beats pending
-            w_resp = Signal(name=f"p{p}_w_resp")    # B pending
             w_id = Signal(self.id_bits, name=f"p{p}_w_id")
             w_addr = Signal(aw, name=f"p{p}_w_addr")
             w_err = Signal(name=f"p{p}_w_err")
             w_grant = Signal(name=f"p{p}_w_grant")
-            b_id = Signal(self.id_bits, name=f"p{p}_b_id")
-            b_err = Signal(name=f"p{p}_b_err")
             wreq_valid = Signal(name=f"p{p}_wreq_valid")
             w_last_now = Signal(name=f"p{p}_w_last_now")
-            # one B slot: a burst's last W beat is taken only when the slot is free by then (no B
-            # pending, or the pending one taken in this cycle), else the earlier B would be lost
+            # B leaves through a skid buffer (two slots): a burst's last W beat is taken only while
+            # it can take one more B. Its ready is a flip-flop, so the master's BREADY does not run
+            # into the arbiter; a master that takes each B at once never fills the second slot.
+            m.submodules[f"p{p}_b_buf"] = b_buf = SkidBuffer(StructLayout({"id": self.id_bits, "err": 1}))
             b_free = Signal(name=f"p{p}_b_free")
             w_ok = Signal(name=f"p{p}_w_ok")
             m.d.comb += [
-                b_free.eq(~w_resp | axi.bready),
+                b_free.eq(b_buf.i.ready),
                 w_ok.eq(~axi.wlast | b_free),
                 wreq_valid.eq(w_busy & ~w_err & axi.wvalid & w_ok),
                 axi.wready.eq(w_busy & ((w_err & w_ok) | w_grant)),
@@ -194,19 +196,21 @@ class HBMController(wiring.Component):
             # the next AW may come in the cycle the current burst's last W beat is taken (one-beat
             # bursts then take one cycle each, not two), if the B slot is free by then
             m.d.comb += axi.awready.eq((~w_busy | w_last_now) & b_free)
-            with m.If(axi.bvalid & axi.bready):
-                m.d.sync += w_resp.eq(0)
             # the pseudo-channel of w_addr, registered with it (the address bits' XOR is then not on
             # the arbiter's input path)
             w_ch = Signal(max(1, ch_bits), name=f"p{p}_w_ch")
             with m.If(axi.wvalid & axi.wready):
                 m.d.sync += [w_addr.eq(w_addr + bb), w_ch.eq(channel_of(w_addr + bb))]
-                with m.If(axi.wlast):   # after the B clear: a new B may follow a taken one at once
-                    m.d.sync += [w_busy.eq(0), w_resp.eq(1), b_id.eq(w_id), b_err.eq(w_err)]
+                with m.If(axi.wlast):
+                    m.d.sync += w_busy.eq(0)
             with m.If(axi.awvalid & axi.awready):   # after the W statements: a new burst wins
                 m.d.sync += [w_busy.eq(1), w_id.eq(axi.awid), w_addr.eq(axi.awaddr), w_ch.eq(channel_of(axi.awaddr)),
                              w_err.eq(bad_burst(axi.awaddr, axi.awlen, axi.awsize, axi.awburst))]
-            m.d.comb += [axi.bvalid.eq(w_resp), axi.bid.eq(b_id), axi.bresp.eq(Mux(b_err, AXI_SLVERR, AXI_OKAY))]
+            m.d.comb += [
+                b_buf.i.valid.eq(w_last_now), b_buf.i.payload.id.eq(w_id), b_buf.i.payload.err.eq(w_err),
+                axi.bvalid.eq(b_buf.o.valid), axi.bid.eq(b_buf.o.payload.id),
+                axi.bresp.eq(Mux(b_buf.o.payload.err, AXI_SLVERR, AXI_OKAY)), b_buf.o.ready.eq(axi.bready),
+            ]
             requesters.append((wreq_valid, w_ch, 1, w_addr, 0, axi.wdata, axi.wstrb, w_grant))
 
             # ---------------- read side: AR -> beats into the reorder buffer
