@@ -124,13 +124,22 @@ class RequestQueue(wiring.Component):
         # ---------------------------------------------------------------- slot update
         hit_kept = Signal(n, name="q_hit_kept")  # queued slots' row hits after the pins' command
         hit_next = Signal(n, name="q_hit_next")
+        # With tRCD >= 2 the row hits an ACT on the pins gives the queued slots are added a cycle
+        # late (``act_hit``, registered from the row compare): their bank's RD/WR is not allowed
+        # before then, and no PRE or PREA can close the bank in between (tRAS >= tRCD). Closing
+        # stays immediate. The compare then ends at a flip-flop, not in the readiness logic.
+        late = cfg.timing.tRCD >= 2
+        act_hit = Signal(n, name="q_act_hit")
         for i in range(n):
             act_here = iss.act & (iss.act_bank == q.bank[i])
             closing = iss.prea | (iss.pre & (iss.pre_bank == q.bank[i]))
-            m.d.comb += [
-                hit_kept[i].eq(Mux(act_here, iss.act_row == q.row[i], q.hit[i] & ~closing)),
-                hit_next[i].eq(Mux(alloc[i], in_hit, hit_kept[i])),
-            ]
+            if late:
+                # a slot free in this cycle may be refilled: its entering request has its own hit
+                m.d.sync += act_hit[i].eq(act_here & (iss.act_row == q.row[i]) & valid[i])
+                m.d.comb += hit_kept[i].eq((q.hit[i] & ~closing) | act_hit[i])
+            else:
+                m.d.comb += hit_kept[i].eq(Mux(act_here, iss.act_row == q.row[i], q.hit[i] & ~closing))
+            m.d.comb += hit_next[i].eq(Mux(alloc[i], in_hit, hit_kept[i]))
             with m.If(alloc[i]):
                 m.d.sync += [
                     q.write[i].eq(req.write), q.bank[i].eq(in_bank), q.row[i].eq(in_row),
@@ -192,7 +201,7 @@ class RequestQueue(wiring.Component):
             hit_b = Signal(n, name=f"q_hit_b{b}")  # their row hits after this cycle's PRE/PREA
             m.d.comb += [
                 is_b.eq(Cat(*(slot_is[i][b] for i in range(n)))),
-                hit_b.eq((q.hit & ~closes[b].replicate(n)) if fast else hit_kept),
+                hit_b.eq(((q.hit | act_hit) & ~closes[b].replicate(n)) if fast else hit_kept),
             ]
             here = valid & is_b
             in_here = accept & in_is[b]

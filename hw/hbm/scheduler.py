@@ -137,9 +137,13 @@ class CommandScheduler(wiring.Component):
         ]
 
         # ---------------------------------------------------------------- row command
+        # The blocking terms are the same for every slot, so they gate the decision (act_go) after
+        # the oldest-first pick, not each candidate before it: the pick and the row / bank
+        # multiplexers start from the queue's flip-flops. While blocked, act_row / act_bank carry
+        # the oldest candidate's, which nothing reads without ``act``.
         act_cand = Signal(n, name="act_cand")
         act_block = draining | p.act | p.ref | p.prea
-        m.d.comb += act_cand.eq(q.valid & q.allow & q.act_ready & ~act_block.replicate(n))
+        m.d.comb += act_cand.eq(q.valid & q.allow & q.act_ready)
         act_oh = pick_oldest(act_cand, "act_grant")
         onehot_mux(act_oh, q.bank, iss.act_bank)
         onehot_mux(act_oh, q.row, iss.act_row)
@@ -163,7 +167,7 @@ class CommandScheduler(wiring.Component):
         ref_go = draining & ~st.bank_open.any() & st.act_ok.all() & st.rfc_ok & ~p_any
         # Priority REF > PREA > ACT > PRE; ACT and PRE candidates exist only while not draining,
         # REF and PREA only while draining, so only PREA/REF and ACT/PRE need a priority term.
-        act_go, pre_go = act_cand.any(), pre_cand.any()
+        act_go, pre_go = act_cand.any() & ~act_block, pre_cand.any()
         m.d.comb += [
             iss.ref.eq(ref_go),
             iss.prea.eq(prea_go & ~ref_go),
