@@ -104,13 +104,23 @@ class RequestQueue(wiring.Component):
         for b in range(nb):
             m.d.comb += closes[b].eq(iss.prea | (iss.pre & (iss.pre_bank == b)))
 
-        # row hit of the entering request in each bank, with the ACT/PRE/PREA on the pins this cycle
+        # With tRCD >= 2 the row hits an ACT on the pins gives (queued slots and the entering
+        # request) are added a cycle late (``act_hit``, registered from the row compare): their
+        # bank's RD/WR is not allowed before then, and no PRE or PREA can close the bank in between
+        # (tRAS >= tRCD; the entering request's PRE view needs tRAS >= 3, as ``fast`` below).
+        # Closing stays immediate. The compare then ends at a flip-flop, not in the readiness logic.
+        late = cfg.timing.tRCD >= 2
+        late_in = late and cfg.timing.tRAS >= 3
+        act_hit = Signal(n, name="q_act_hit")
+
+        # row hit of the entering request in each bank, with the PRE/PREA (and unless late_in, the
+        # ACT) on the pins this cycle
         in_hit_b = Signal(nb, name="in_hit_by_bank")
         act_row_match = Signal(name="in_act_row_match")
         m.d.comb += act_row_match.eq(iss.act_row == in_row)
         for b in range(nb):
-            m.d.comb += in_hit_b[b].eq(Mux(iss.act & (iss.act_bank == b), act_row_match,
-                                           ~closes[b] & self.banks.bank_open[b] & (self.banks.open_row[b] == in_row)))
+            kept = ~closes[b] & self.banks.bank_open[b] & (self.banks.open_row[b] == in_row)
+            m.d.comb += in_hit_b[b].eq(kept if late_in else Mux(iss.act & (iss.act_bank == b), act_row_match, kept))
         in_hit = Signal(name="in_hit")
         m.d.comb += in_hit.eq(in_hit_b.bit_select(in_bank, 1))
 
@@ -124,18 +134,13 @@ class RequestQueue(wiring.Component):
         # ---------------------------------------------------------------- slot update
         hit_kept = Signal(n, name="q_hit_kept")  # queued slots' row hits after the pins' command
         hit_next = Signal(n, name="q_hit_next")
-        # With tRCD >= 2 the row hits an ACT on the pins gives the queued slots are added a cycle
-        # late (``act_hit``, registered from the row compare): their bank's RD/WR is not allowed
-        # before then, and no PRE or PREA can close the bank in between (tRAS >= tRCD). Closing
-        # stays immediate. The compare then ends at a flip-flop, not in the readiness logic.
-        late = cfg.timing.tRCD >= 2
-        act_hit = Signal(n, name="q_act_hit")
+        in_act_hit = iss.act & (iss.act_bank == in_bank) & act_row_match if late_in else Const(0, 1)
         for i in range(n):
             act_here = iss.act & (iss.act_bank == q.bank[i])
             closing = iss.prea | (iss.pre & (iss.pre_bank == q.bank[i]))
             if late:
-                # a slot free in this cycle may be refilled: its entering request has its own hit
-                m.d.sync += act_hit[i].eq(act_here & (iss.act_row == q.row[i]) & valid[i])
+                # a slot free in this cycle may be refilled: its entering request's own compare
+                m.d.sync += act_hit[i].eq(Mux(alloc[i], in_act_hit, act_here & (iss.act_row == q.row[i]) & valid[i]))
                 m.d.comb += hit_kept[i].eq((q.hit[i] & ~closing) | act_hit[i])
             else:
                 m.d.comb += hit_kept[i].eq(Mux(act_here, iss.act_row == q.row[i], q.hit[i] & ~closing))
