@@ -185,9 +185,9 @@ def test_every_write_burst_gets_its_b_when_bready_stalls(seed):
     """Regression (found by test_two_axi_masters in Verilator: a master hung waiting for a B): with
     the next AW taken in the cycle of the last W beat, a one-beat burst could finish while the
     previous burst's B was still waiting for BREADY, and the second B overwrote the first. Now the
-    last W beat waits for the B slot. One-beat bursts back to back, BREADY low half of the time at
-    random: as many B responses as AW handshakes, with the IDs in order (the broken port: 241
-    bursts, 161 B)."""
+    last W beat waits until the port's B skid buffer can take one more (two pending at most).
+    One-beat bursts back to back, BREADY low half of the time at random: as many B responses as AW
+    handshakes, with the IDs in order (the broken port: 241 bursts, 161 B)."""
     import random
 
     print(f"seed {seed}")

@@ -88,6 +88,22 @@ def test_read_write_same_address_sequence_exact_bytes():
     assert h.device.read_address(a) == bytes([0x22] * 16 + [0x11] * 8 + [0x33] * 8)
 
 
+@pytest.mark.parametrize(("tRCD", "tRAS"), [(1, 1), (1, 2), (2, 2), (2, 3), (3, 3)])
+def test_short_row_timings_hazards_and_back_pressure(tRCD, tRAS, seed):
+    """The queue's row-hit and readiness shortcuts depend on tRCD and tRAS (an ACT's hits a cycle
+    late only for tRCD >= 3, the per-bank hit summary for tRAS >= 3): every branch on hazard traffic
+    with pauses and back-pressure. Regression: with the late hits taken at tRCD = 2 the summary
+    lacked the new hit in the cycle after the ACT, PRE (tRAS = 2) closed the row just opened, and
+    the channel livelocked (127 requests never offered at seed 1)."""
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    cfg = _cfg(replace(RAMULATOR2_HBM2, tRCD=tRCD, tRAS=tRAS, tRC=None))
+    reqs = random_traffic(cfg, 160, rng, write_p=0.5, span_bursts=6, partial_p=0.5)
+    h = PCHarness(cfg, reqs, rng=rng, gap_p=0.2, stall_p=0.2)
+    stats = run_pc_amaranth(h, 20000)
+    assert stats["requests"] == 160 and h.responses == sum(not r.write for r in reqs)
+
+
 @pytest.mark.parametrize("policy", ["open", "closed"])
 @pytest.mark.parametrize("tname", TIMINGS)
 def test_random_traffic_back_pressure(tname, policy, seed):

@@ -104,23 +104,23 @@ class RequestQueue(wiring.Component):
         for b in range(nb):
             m.d.comb += closes[b].eq(iss.prea | (iss.pre & (iss.pre_bank == b)))
 
-        # With tRCD >= 2 the row hits an ACT on the pins gives (queued slots and the entering
-        # request) are added a cycle late (``act_hit``, registered from the row compare): their
-        # bank's RD/WR is not allowed before then, and no PRE or PREA can close the bank in between
-        # (tRAS >= tRCD; the entering request's PRE view needs tRAS >= 3, as ``fast`` below).
+        # With tRCD >= 3 the row hits an ACT on the pins gives (queued slots and the entering
+        # request) are added a cycle late (``act_hit``, registered from the row compare). A decision
+        # in the next cycle reaches the pins 2 cycles after the ACT, where neither a RD/WR (tRCD)
+        # nor a PRE of that bank (tRAS >= tRCD) is allowed, so the hit is not needed earlier; with
+        # tRCD = 2 it is (a missing hit there lets PRE close the row its ACT just opened, forever).
         # Closing stays immediate. The compare then ends at a flip-flop, not in the readiness logic.
-        late = cfg.timing.tRCD >= 2
-        late_in = late and cfg.timing.tRAS >= 3
-        act_hit = Signal(n, name="q_act_hit")
+        late = cfg.timing.tRCD >= 3
+        act_hit = Signal(n, name="q_act_hit")  # stays 0 unless late
 
-        # row hit of the entering request in each bank, with the PRE/PREA (and unless late_in, the
-        # ACT) on the pins this cycle
+        # row hit of the entering request in each bank, with the PRE/PREA (and unless late, the ACT)
+        # on the pins this cycle
         in_hit_b = Signal(nb, name="in_hit_by_bank")
         act_row_match = Signal(name="in_act_row_match")
         m.d.comb += act_row_match.eq(iss.act_row == in_row)
         for b in range(nb):
             kept = ~closes[b] & self.banks.bank_open[b] & (self.banks.open_row[b] == in_row)
-            m.d.comb += in_hit_b[b].eq(kept if late_in else Mux(iss.act & (iss.act_bank == b), act_row_match, kept))
+            m.d.comb += in_hit_b[b].eq(kept if late else Mux(iss.act & (iss.act_bank == b), act_row_match, kept))
         in_hit = Signal(name="in_hit")
         m.d.comb += in_hit.eq(in_hit_b.bit_select(in_bank, 1))
 
@@ -134,7 +134,7 @@ class RequestQueue(wiring.Component):
         # ---------------------------------------------------------------- slot update
         hit_kept = Signal(n, name="q_hit_kept")  # queued slots' row hits after the pins' command
         hit_next = Signal(n, name="q_hit_next")
-        in_act_hit = iss.act & (iss.act_bank == in_bank) & act_row_match if late_in else Const(0, 1)
+        in_act_hit = iss.act & (iss.act_bank == in_bank) & act_row_match
         for i in range(n):
             act_here = iss.act & (iss.act_bank == q.bank[i])
             closing = iss.prea | (iss.pre & (iss.pre_bank == q.bank[i]))
