@@ -149,15 +149,17 @@ class PseudoChannelController(wiring.Component):
         row_cmd = Mux(pins.ref, RowCmd.REF, Mux(pins.prea, RowCmd.PREA,
                   Mux(pins.act, RowCmd.ACT, Mux(pins.pre, RowCmd.PRE, RowCmd.NOP))))
         row_bank = Mux(pins.act, pins.act_bank, pins.pre_bank)
+        p_col = pins.rd | pins.wr
         m.d.comb += [
             self.dram.row_cmd.as_value().eq(row_cmd),
             self.dram.row_bg.eq(bg_of(row_bank)),
             self.dram.row_bank.eq(bk_of(row_bank)),
             self.dram.row_row.eq(Mux(pins.act, pins.act_row, 0)),
             self.dram.col_cmd.as_value().eq(Mux(pins.rd, ColCmd.RD, Mux(pins.wr, ColCmd.WR, ColCmd.NOP))),
-            self.dram.col_bg.eq(bg_of(pins.col_bank)),
-            self.dram.col_bank.eq(bk_of(pins.col_bank)),
-            self.dram.col_row.eq(pins.col_row),
-            self.dram.col_column.eq(pins.col_col),
+            # the scheduler leaves the oldest candidate's address on col_* without RD/WR
+            self.dram.col_bg.eq(Mux(p_col, bg_of(pins.col_bank), 0)),
+            self.dram.col_bank.eq(Mux(p_col, bk_of(pins.col_bank), 0)),
+            self.dram.col_row.eq(Mux(p_col, pins.col_row, 0)),
+            self.dram.col_column.eq(Mux(p_col, pins.col_col, 0)),
         ]
         return m

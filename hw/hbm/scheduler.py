@@ -108,13 +108,17 @@ class CommandScheduler(wiring.Component):
         # cycle earlier, as this cycle's choice: register it, to keep the choice's inputs flip-flops.
         pins_block_col = Signal(name="pins_block_col")
         m.d.sync += pins_block_col.eq(iss.rd | iss.wr | iss.ref | iss.prea)
+        # The blocking terms common to every slot (draining, the pins) gate the decision after the
+        # oldest-first pick, as for ACT: the pick and the row / column multiplexers start from the
+        # queue's flip-flops. While blocked, col_row / col_col / col_bank carry the oldest
+        # candidate's; nothing reads them without ``rd`` / ``wr`` (the DRAM pins are gated).
         col_block = draining | pins_block_col
         col_cand = Signal(n, name="col_cand")
         for i in range(n):
             m.d.comb += col_cand[i].eq(
-                q.valid[i] & q.allow[i] & q.col_ready[i] & (q.write[i] | self.rd_credit) & ~col_block
+                q.valid[i] & q.allow[i] & q.col_ready[i] & (q.write[i] | self.rd_credit)
                 & ~(p.pre & (p.pre_bank == q.bank[i])))
-        col_oh = pick_oldest(col_cand, "col_grant")
+        col_oh = pick_oldest(col_cand, "col_pick")
         col_is_wr = Signal(name="col_is_wr")
         onehot_mux(col_oh, q.write, col_is_wr)
         onehot_mux(col_oh, q.bank, iss.col_bank)
@@ -129,9 +133,9 @@ class CommandScheduler(wiring.Component):
             return Cat(*(Cat(*(oh[i] & slot_is[i][b] for i in range(n))).any() for b in range(nb)))
 
         m.d.comb += iss.col_banks.eq(banks_of(col_oh))
-        col_go = col_cand.any()
+        col_go = col_cand.any() & ~col_block
         m.d.comb += [
-            iss.col_grant.eq(col_oh),
+            iss.col_grant.eq(col_oh & ~col_block.replicate(n)),
             iss.rd.eq(col_go & ~col_is_wr),
             iss.wr.eq(col_go & col_is_wr),
         ]
