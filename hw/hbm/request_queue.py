@@ -27,9 +27,11 @@ class RequestQueue(wiring.Component):
 
     Readiness is computed one cycle ahead and registered, so the command choice starts from flip-flops:
     ``col_ready`` / ``act_ready`` of the next cycle come from the slot's next state and the banks'
-    ``next`` timing (:class:`~hw.hbm.bank_timing.BankTiming`). They do not see the decision of this
-    cycle (the scheduler masks it in the next cycle), and a hazard or a per-bank hit on a request
-    that is leaving this cycle still counts for one cycle: conservative, never optimistic.
+    ``next`` timing (:class:`~hw.hbm.bank_timing.BankTiming`); ``col_ready`` is the AND of three
+    registers (the timing and hazard terms, the row hit, the entering request's same-address
+    hazard). They do not see the decision of this cycle (the scheduler masks it in the next cycle),
+    and a hazard or a per-bank hit on a request that is leaving this cycle still counts for one
+    cycle: conservative, never optimistic.
 
     Ports:
         req: ``In(stream.Signature(request_layout(config)))`` -- ``ready`` while a slot is free; the
@@ -161,7 +163,7 @@ class RequestQueue(wiring.Component):
         # ---------------------------------------------------------------- readiness, one cycle ahead
         # Each queued slot from its own (registered) bank, the entering request once from its
         # address; the allocation only picks between the two at the end.
-        def ready(is_b, hit, deps, write):
+        def ready(is_b, deps, write):
             def by_bank(sigs):
                 return Cat(*(is_b[b] & sigs[b] for b in range(nb))).any()
 
@@ -170,7 +172,7 @@ class RequestQueue(wiring.Component):
 
             rd_ok = by_bg(nx.bg_rd_ok) & nx.ch_rd_ok
             wr_ok = by_bg(nx.bg_wr_ok) & nx.ch_wr_ok
-            col = hit & ~deps & by_bank(nx.col_ok) & nx.rfc_ok & Mux(write, wr_ok, rd_ok)
+            col = ~deps & by_bank(nx.col_ok) & nx.rfc_ok & Mux(write, wr_ok, rd_ok)
             act = ~by_bank(nx.bank_open) & by_bank(nx.act_ok) & by_bg(nx.bg_act_ok) & nx.ch_act_ok & nx.rfc_ok
             return col, act
 
@@ -180,17 +182,19 @@ class RequestQueue(wiring.Component):
             m.d.comb += in_is[b].eq(in_bank == b)
             for i in range(n):
                 m.d.comb += slot_is[i][b].eq(q.bank[i] == b)
-        # The entering request's hazard (a same-address compare against every slot, then an OR over
-        # the slots) is registered apart and cleared from its readiness after the flip-flops: it
-        # is the longest path from the request register, and the scheduler's AND has room for it.
+        # Two terms of the column readiness are flip-flops of their own, ANDed after the registers
+        # (the scheduler's AND has room for them): the row hit (``q.hit`` is exactly the hit after
+        # this cycle's commands, for a queued slot and for the entering request) and the entering
+        # request's hazard (a same-address compare against every slot, then an OR over the slots).
+        # Both were the longest paths from the request register and the pins into the readiness.
         in_col, in_act = Signal(name="in_col_ready"), Signal(name="in_act_ready")
-        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, in_hit, Const(0, 1), req.write)))
-        col_ready = Signal(n, name="q_col_ready_nohaz")
+        m.d.comb += Cat(in_col, in_act).eq(Cat(*ready(in_is, Const(0, 1), req.write)))
+        col_ready = Signal(n, name="q_col_ready_nohit")
         blocked = Signal(n, name="q_in_blocked")  # entered last cycle behind a queued hazard
-        m.d.comb += q.col_ready.eq(col_ready & ~blocked)
+        m.d.comb += q.col_ready.eq(col_ready & q.hit & ~blocked)
         m.d.sync += blocked.eq(alloc & (same & valid).any().replicate(n))
         for i in range(n):
-            col, act = ready(slot_is[i], hit_kept[i], (dep[i] & valid).any(), q.write[i])
+            col, act = ready(slot_is[i], (dep[i] & valid).any(), q.write[i])
             m.d.sync += [
                 col_ready[i].eq(Mux(alloc[i], in_col, col)),
                 q.act_ready[i].eq(Mux(alloc[i], in_act, act)),
