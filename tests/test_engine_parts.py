@@ -280,10 +280,19 @@ def _bf16_rne(x: np.ndarray) -> np.ndarray:
         (4, True, 13, 8, 32, 256, 21),
         (16, True, 49, 8, 32, 256, 21),
         (16, False, 49, 8, 32, 256, 21),
+        (32, True, 97, 8, 32, 256, 21),
         (4, False, 4, 8, 32, 256, 21),
         (2, False, 7, 32, 64, 1024, 45),
     ],
-    ids=["2cols-fp32", "4cols-bf16", "16cols-bf16", "16cols-fp32", "4cols-fp32-1nb", "2cols-fp32-groups-of-1"],
+    ids=[
+        "2cols-fp32",
+        "4cols-bf16",
+        "16cols-bf16",
+        "16cols-fp32",
+        "32cols-bf16",
+        "4cols-fp32-1nb",
+        "2cols-fp32-groups-of-1",
+    ],
 )
 def test_write_back_bursts_strobes_and_rounding(cols, out_bf16, n, m_block, acc, a_bytes, m, seed):
     """The write-back (address and data sides) writes every finished accumulator entry to its place
