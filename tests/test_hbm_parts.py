@@ -314,7 +314,11 @@ def _sched_inputs(ctx, dut, **kw):
             dict(pre=0),
         ),
         ("ACT before PRE", dict(act_ready=0b001, bank_open=0b10000, has_miss=0b10000), dict(act=1, pre=0, pre_banks=0)),
-        ("draining: PREA, no column", dict(draining=1, col_ready=0b111, bank_open=0b10000), dict(prea=1, rd=0)),
+        (
+            "draining: PREA, no column, nothing retired",
+            dict(draining=1, col_ready=0b111, bank_open=0b10000),
+            dict(prea=1, rd=0, wr=0, col_grant=0),
+        ),
         ("draining, all closed: REF", dict(draining=1), dict(ref=1, prea=0)),
         ("REF on the pins: nothing", dict(draining=1, pins=dict(ref=1)), dict(ref=0, act=0, rd=0)),
     ],

@@ -182,6 +182,9 @@ class PCHarness:
                 self._refreshing_until = max(self._refreshing_until, c + (t.tRFC if cmd is Cmd.REF else t.tRP))
                 for p in [*self._reads.values(), *self._writes]:
                     p.refresh_blocked = True
+        if not pins.col_cmd:  # a quiet column bus: no address without a RD/WR
+            idle = (pins.col_bg, pins.col_bank, pins.col_row, pins.col_column)
+            assert idle == (0, 0, 0, 0), f"cycle {c}: column address {idle} on the pins without a RD/WR"
         if pins.col_cmd:
             cmd = _COL[pins.col_cmd]
             self.waiting -= 1
