@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from .axi_slice import AXI4RegisterSlice
+from .axi_stall import AXI4Stall
 from .engine import EngineConfig, GEMMEngine
 from .engine.csr import axi4lite_signature
 from .hbm.axi import HBMController
@@ -38,13 +39,18 @@ class GEMMTop(wiring.Component):
         hbm_name: instantiate the HBM controller (:meth:`hbm_controller`) as the Verilog module of this
             name (:class:`~hw.instance.ModuleInstance`; Verilog generation, see
             :func:`hw.generate.gemm_top_verilog`) instead of flattening it.
+        stall: for simulation, an :class:`~hw.axi_stall.AXI4Stall` between each engine port and its
+            slice, with ports ``stall_a``, ``stall_w``, ``stall_c`` (In(8), its ``rate``: random
+            back-pressure on the engine's memory; 0 changes no cycle).
     """
 
     def __init__(self, config: EngineConfig | None = None, *, pe_blackbox: bool = False, row_name: str = "mxu_row",
-                 hbm_name: str | None = None):
+                 hbm_name: str | None = None, stall: bool = False):
         self.config = config or EngineConfig()
-        self.pe_blackbox, self.row_name, self.hbm_name = pe_blackbox, row_name, hbm_name
+        self.pe_blackbox, self.row_name, self.hbm_name, self.stall = pe_blackbox, row_name, hbm_name, stall
         members = {"csr": Out(axi4lite_signature()), "irq": Out(1)}
+        if stall:
+            members.update({f"stall_{x}": In(8) for x in "awc"})
         for k in range(self.config.hbm.pseudo_channels):
             members[f"pc{k}"] = Out(dram_signature(self.config.hbm))
             members[f"refresh_owed{k}"] = Out(4)
@@ -71,7 +77,13 @@ class GEMMTop(wiring.Component):
         # end's round-robin arbiter into the READYs of the other ports and back into the engine
         for i, name in enumerate(("mem_a", "mem_w", "mem_c")):
             m.submodules[f"{name}_slice"] = sl = AXI4RegisterSlice(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1)
-            wiring.connect(m, getattr(eng, name), sl.s)
+            port = getattr(eng, name)
+            if self.stall:
+                m.submodules[f"{name}_stall"] = st = AXI4Stall(cfg.hbm.address_bits, cfg.hbm.burst_bytes * 8, 1, seed=i)
+                wiring.connect(m, port, st.s)
+                m.d.comb += st.rate.eq(getattr(self, f"stall_{name[-1]}"))
+                port = st.m
+            wiring.connect(m, port, sl.s)
             wiring.connect(m, sl.m, getattr(hbm, f"axi{i}"))
         for k in range(cfg.hbm.pseudo_channels):
             wiring.connect(m, getattr(hbm, f"pc{k}"), wiring.flipped(getattr(self, f"pc{k}")))

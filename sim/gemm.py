@@ -29,12 +29,17 @@ class GemmJob:
 
     ``a_from``: instead of ``a`` (None), A is the fp32 result of the earlier job ``a_from`` of the same
     run after ReLU (:func:`verif.golden.relu`), rounded RNE into the format (float formats only): a
-    layer that consumes the one before it without leaving the simulator (``mxu demo``'s MLP)."""
+    layer that consumes the one before it without leaving the simulator (``mxu demo``'s MLP).
+
+    ``stall``: (A, W, C) rates 0..255 of random back-pressure on the engine's three memory ports
+    during this job (:class:`hw.axi_stall.AXI4Stall`, HDL memory only): the same result, more
+    cycles."""
     a: np.ndarray | None
     b: np.ndarray
     c: np.ndarray | None = None
     out: str = "fp32"
     a_from: int | None = None
+    stall: tuple[int, int, int] = (0, 0, 0)
 
 
 @dataclass
@@ -145,6 +150,10 @@ def _check_job(j: int, job: GemmJob, fmt: str, specs: list[dict]) -> tuple[int, 
         raise ValueError(f"job {j}: out must be fp32 or bf16; got {job.out!r}")
     if job.out == "bf16" and fmt == "int8":
         raise ValueError(f"job {j}: bf16 output is not available for int8 (results are int32)")
+    st = job.stall
+    if not (isinstance(st, (tuple, list)) and len(st) == 3
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 255 for x in st)):
+        raise ValueError(f"job {j}: stall must be three rates 0..255 (A, W, C ports); got {st!r}")
     return m, k
 
 
@@ -196,7 +205,8 @@ def bench_jobs(jobs: list[GemmJob], fmt: str, pad_bytes: int = 0) -> tuple[list[
         m, k = _check_job(j, job, fmt, specs)
         n = job.b.shape[1]
         specs.append({"kind": "gemm", "m": m, "k": k, "n": n, "load_c": job.c is not None,
-                      "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes, "a_from": job.a_from})
+                      "out_bf16": job.out == "bf16", "pad_bytes": pad_bytes, "a_from": job.a_from,
+                      "stall": list(job.stall)})
         if job.a_from is None:
             arrays[f"a{j}"] = np.ascontiguousarray(job.a).view(np.uint16 if fmt == "bf16" else np.uint8)
         arrays[f"b{j}"] = np.ascontiguousarray(job.b).view(np.uint16 if fmt == "bf16" else np.uint8)
@@ -287,6 +297,8 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
             raise ValueError("a backdoor job needs memory='hdl' (it round-trips the HDL device model's storage)")
     else:
         specs, arrays = bench_jobs(jobs, fmt, pad_bytes)
+    if memory != "hdl" and any(any(sp.get("stall", ())) for sp in specs):
+        raise ValueError("a job with stall needs memory='hdl' (the back-pressure is in the HDL memory system)")
     if timeout_cycles is None:
         timeout_cycles = default_timeout(specs, cfg)
     bar = None

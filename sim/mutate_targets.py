@@ -165,16 +165,24 @@ def _hbm_channel(options: dict, seed: int) -> Target:
 ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor", "feeder", "perf", "sequencer",
                      "weight_loader", "write_address", "write_data")
 
-#: the engine regression's GEMMs (M, K, N, initial C, bf16 result) on :func:`engine_stress_config`:
-#: edges of every loop (partial tiles and m-blocks, K < R, N < C, several groups of n-blocks), many
-#: m-blocks (past the sequencer's 8-entry table), one row per m-block (the K-chain dependency), K at
-#: the A bank's limit, K of every residue mod 4, groups of 5 and of 16 n-blocks, 256 and 400 n-blocks
-#: (the n-block counters' bits 7 and 8), groups cut below the K-chain's n-blocks (4 rows: 4 n-blocks
-#: per group where the dependency spans 7), an initial C and a bf16 result
+#: the engine regression's GEMMs (M, K, N, initial C, bf16 result, back-pressure) on
+#: :func:`engine_stress_config`: edges of every loop (partial tiles and m-blocks, K < R, N < C, several
+#: groups of n-blocks), many m-blocks (past the sequencer's 8-entry table), one row per m-block (the
+#: K-chain dependency), K at the A bank's limit, K of every residue mod 4, groups of 5 and of 16
+#: n-blocks, 256 and 400 n-blocks (the n-block counters' bits 7 and 8), groups cut below the
+#: K-chain's n-blocks (4 rows: 4 n-blocks per group where the dependency spans 7), an initial C and a
+#: bf16 result; then some of them again with random back-pressure (:class:`hw.axi_stall.AXI4Stall`
+#: rates on the A, W, C ports) so that each of the feeder's and loaders' waits binds on its own: A
+#: arriving late (the feeder waits on a bank's progress), C0 rows late (it issues k-block 0 beats
+#: while the bank is still loading), weights late, the write-back's D writes late (the K chain)
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
                  (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),
-                 (4, 8, 40, False, False), (1, 4, 1600, False, False))
+                 (4, 8, 40, False, False), (1, 4, 1600, False, False),
+                 (33, 20, 17, True, False, (0, 0, 192)), (17, 33, 9, False, True, (160, 0, 0)),
+                 (40, 3, 9, True, False, (0, 0, 160)), (3, 128, 3, True, True, (96, 96, 96)),
+                 (9, 8, 40, False, False, (0, 192, 0)), (70, 4, 2, False, False, (192, 0, 64)),
+                 (3, 18, 48, True, False, (64, 0, 224)), (1, 24, 5, False, False, (0, 0, 240)))
 
 
 def engine_stress_config(**options):
@@ -241,10 +249,11 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
     fmt = cfg.mxu.fmt
     jobs = random_jobs(fmt, [s[:3] for s in ENGINE_SHAPES], seed)
     rng = np.random.default_rng(seed + 1)
-    for j, (m, _, n, c0, bf16_out) in enumerate(ENGINE_SHAPES):
+    for j, (m, _, n, c0, bf16_out, *stall) in enumerate(ENGINE_SHAPES):
         c = (rng.integers(-1000, 1000, (m, n), dtype=np.int32) if fmt == "int8"
              else rng.standard_normal((m, n)).astype(np.float32)) if c0 else None
-        jobs[j] = dataclasses.replace(jobs[j], c=c, out="bf16" if bf16_out and fmt != "int8" else "fp32")
+        jobs[j] = dataclasses.replace(jobs[j], c=c, out="bf16" if bf16_out and fmt != "int8" else "fp32",
+                                      stall=stall[0] if stall else (0, 0, 0))
     specs, arrays = bench_jobs(jobs, fmt)
     stored_rows = stored_rows_for(specs, cfg)
     key = hashlib.sha256(repr((cfg, specs, FILL)).encode() + b"".join(arrays[k].tobytes() for k in sorted(arrays)))

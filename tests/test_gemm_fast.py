@@ -162,3 +162,45 @@ def test_check_bitexact_names_the_gemm_and_counts_the_differences():
     results[1] = GemmResult(bad.view(np.float32), bad, 0, 0b10, 0)
     with pytest.raises(RuntimeError, match=r"the engine's 5x6x7 GEMM is not bit-exact .* \(1 of 35 elements differ\)"):
         check_bitexact(jobs, results, cfg)
+
+
+@pytest.mark.cocotb
+def test_random_back_pressure_on_each_port_changes_cycles_not_results():
+    """Random back-pressure in the HDL memory system (``hw.axi_stall.AXI4Stall`` between each engine
+    port and the controller) on the A, W and C ports one at a time, then on all three: every result is
+    bit-exact with its initial C, nothing outside D is written, and the engine's waits follow the
+    stalled port (A: waiting on A; W: waiting on weights; C: the C0 rows and the result writes, so
+    the drain). The stall pattern is a function of the cycle count from reset, so the cycles are
+    exact. 4x4 int8 with L = 2 (the build of the refresh regression above)."""
+    from sim.gemm import random_jobs
+
+    cfg = EngineConfig.from_options(rows=4, cols=4, fmt="int8", stages=2)
+    stalls = [(0, 0, 0), (192, 0, 0), (0, 192, 0), (0, 0, 192), (128, 128, 128)]
+    rng = np.random.default_rng(2)
+    jobs = [
+        dataclasses.replace(j, c=rng.integers(-1000, 1000, (33, 17), dtype=np.int32), stall=s)
+        for j, s in zip(random_jobs("int8", [(33, 40, 17)] * len(stalls), seed=2), stalls)
+    ]
+    results, _ = run_gemms(jobs, cfg, sim="verilator", memory="hdl", progress=False)
+    for job, res in zip(jobs, results):
+        want = matmul(job.a, job.b, job.c, fmt="int8", subnormals="ftz").view(np.uint32)
+        checked.count(want.size)
+        assert res.status == 0b10 and res.clobbered_bytes == 0, job.stall
+        assert np.array_equal(res.bits, want), (job.stall, int((res.bits != want).sum()))
+    waits = [
+        (r.cycles, r.perf["perf_wait_a"], r.perf["perf_wait_w"], r.perf["perf_wait_acc"], r.perf["perf_drain"])
+        for r in results
+    ]
+    # (CYCLES, waiting on A, on weights, on the accumulator, draining); every run feeds 1,650 beats
+    assert waits == [
+        (1867, 117, 0, 53, 25),
+        (1870, 148, 0, 25, 25),
+        (2017, 107, 173, 40, 25),
+        (2206, 97, 0, 314, 123),
+        (1912, 118, 0, 68, 54),
+    ]
+    assert all(r.perf["perf_feed"] == 1650 for r in results)
+    with pytest.raises(ValueError, match="a job with stall needs memory='hdl'"):
+        run_gemms(jobs[1:2], cfg, memory="python")
+    with pytest.raises(ValueError, match=r"job 0: stall must be three rates 0..255"):
+        run_gemms([dataclasses.replace(jobs[0], stall=(0, 256, 0))], cfg)

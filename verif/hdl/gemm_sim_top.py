@@ -35,6 +35,9 @@ class GEMMSimTop(wiring.Component):
             the strobe is registered, so no checker logic depends on a top-level input).
         violation: Out(1), some pseudo-channel's checker latched a JEDEC violation (details on
             ``dev<k>.checker.v_*``); row_error: Out(1), an ACT to a row the model does not store.
+        stall_a, stall_w, stall_c: In(8), random back-pressure on the engine's A, W and C ports
+            (:class:`hw.axi_stall.AXI4Stall`: each channel closed in about ``stall / 256`` of the
+            cycles; 0, the value out of reset, changes no cycle), registered once.
         since_col: Out(16), clock cycles since the last cycle with a column command on any
             pseudo-channel or a request waiting in any controller's queue (``queue_empty<k>`` low),
             saturating at 65,535 (the testbench waits on it for the queues to drain, as
@@ -66,7 +69,7 @@ class GEMMSimTop(wiring.Component):
                                      checker_name=None if checker_name is None else f"{checker_name}{k}")
                         for k in range(config.hbm.pseudo_channels)]
         members = {"csr": Out(axi4lite_signature()), "irq": Out(1), "finish": In(1), "violation": Out(1),
-                   "row_error": Out(1), "since_col": Out(16)}
+                   "row_error": Out(1), "since_col": Out(16), **{f"stall_{x}": In(8) for x in "awc"}}
         for k, d in enumerate(self.devices):  # each checker's latched violation, as top-level ports
             for f in VIOLATION_FIELDS:
                 members[f"pc{k}_v_{f}"] = Out(getattr(d.checker, f"v_{f}").shape())
@@ -85,13 +88,18 @@ class GEMMSimTop(wiring.Component):
         # Icarus evaluate the reset into the next-state logic (a constant 1 from time 0 is no event,
         # and the design ran on X); the testbench holds rst for two edges.
         core_domain(m)
-        top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name, hbm_name=self.hbm_name)
+        top = GEMMTop(self.config, pe_blackbox=self.pe_blackbox, row_name=self.row_name, hbm_name=self.hbm_name,
+                      stall=True)
         m.submodules.top = DomainRenamer("core")(top)
         wiring.connect(m, wiring.flipped(self.csr), top.csr)
         # Registered for the same reason as rst: the checkers' whole first-violation chain reads it.
         finish_q = Signal(reset_less=True)
         m.d.sync += finish_q.eq(self.finish)
         m.d.comb += self.irq.eq(top.irq)
+        for x in "awc":  # registered, as finish: the stall gates read them every cycle
+            rate = Signal(8, name=f"stall_{x}_q", reset_less=True)
+            m.d.sync += rate.eq(getattr(self, f"stall_{x}"))
+            m.d.comb += getattr(top, f"stall_{x}").eq(rate)
         for k, dev in enumerate(self.devices):
             m.submodules[f"dev{k}"] = DomainRenamer("core")(dev)
             wiring.connect(m, getattr(top, f"pc{k}"), dev.dram)

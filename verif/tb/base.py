@@ -84,7 +84,9 @@ class _EnvConfig:
 class GemmTbConfig(_EnvConfig):
     """Configuration of the GEMM benches (:mod:`verif.tb.gemm_tb`, :mod:`verif.tb.gemm_fast_tb`).
 
-    engine: the hardware. jobs: ``{"kind": "gemm", "m", "k", "n", "load_c", "out_bf16", "pad_bytes"}``,
+    engine: the hardware. jobs: ``{"kind": "gemm", "m", "k", "n", "load_c", "out_bf16", "pad_bytes"}``
+    (with the HDL memory also ``"stall": [a, w, c]``, :class:`hw.axi_stall.AXI4Stall` rates on the
+    engine's ports),
     ``{"kind": "regs", "writes": [[offset, value], ...]}`` (a hand-made descriptor) or, HDL memory
     only, ``{"kind": "backdoor", "seed": s}``. out_npz: where the results go. jobs_npz: the input
     arrays ``a<j>``, ``b<j>``, ``c<j>`` as raw bit patterns. timeout_cycles: a job without ``irq`` for
@@ -357,6 +359,12 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
             spent["backdoor_s"] += time.perf_counter() - tb
         else:
             writes = [tuple(x) for x in job["writes"]]
+        stall = job.get("stall") or (0, 0, 0)  # random back-pressure on the engine's ports (GEMMSimTop)
+        if hasattr(dut, "stall_a"):
+            for x, rate in zip("awc", stall, strict=True):
+                getattr(dut, f"stall_{x}").value = int(rate)
+        else:
+            assert not any(stall), f"job {j}: back-pressure ({stall}) needs the HDL memory system"
         tr = time.perf_counter()
         for off, val in writes:
             await wr(off, val)

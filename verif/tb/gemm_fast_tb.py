@@ -79,6 +79,8 @@ async def gemm_jobs(dut):
     cfg = GemmTbConfig.from_env()
     dut.rst.value = 1
     dut.finish.value = 0
+    for x in "awc":  # no back-pressure unless a job asks for it
+        getattr(dut, f"stall_{x}").value = 0
     # the first clock edge after the netlist's initial values and reset have settled (Icarus would
     # otherwise clock X into the checker at time 0); the simulator-side clock: the Python one runs a
     # coroutine every half period
