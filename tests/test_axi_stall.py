@@ -13,14 +13,14 @@ from verif.amaranth_tb import run_testbench
 
 def _traffic(rate: int, cycles: int, in_p: float, out_p: float, seed: int):
     """Sources on all five channels that keep the AXI4 rules (VALID held with its payload until the
-    handshake), random READY (``in_p``, ``out_p``: their probabilities per cycle); checks each cycle that a closed channel shows neither VALID nor READY
-    and that the destination's VALID is never withdrawn before its handshake. Returns, per channel,
+    handshake) and random READY (``in_p``, ``out_p``: their probabilities per cycle); checks each
+    cycle that a handshake on one side is one on the other and that the destination's VALID is
+    never withdrawn before its handshake. Returns, per channel,
     the payloads sent, the payloads received and the cycles a transfer was held back (source
     offering, destination ready, no transfer) and, per channel and cycle, whether it was open."""
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     dut = AXI4Stall(20, 32, 2, seed=3)
-    dut_rate = rate
     fields = _payloads(20, 32, 2)
     sides = {ch: (dut.s, dut.m) if ch in ("aw", "w", "ar") else (dut.m, dut.s) for ch in CHANNELS}
     sent = {ch: [] for ch in CHANNELS}
@@ -32,7 +32,7 @@ def _traffic(rate: int, cycles: int, in_p: float, out_p: float, seed: int):
         return {f: int(rng.integers(0, 1 << w)) for f, w in fields[ch].items()}
 
     async def bench(ctx):
-        ctx.set(dut.rate, dut_rate)
+        ctx.set(dut.rate, rate)
         pending = {ch: None for ch in CHANNELS}
         shown = dict.fromkeys(CHANNELS, False)  # the destination saw VALID last cycle, no handshake
         for _ in range(cycles):
@@ -90,13 +90,14 @@ def test_lfsr_period_closes_a_channel_in_rate_256ths_of_the_cycles(rate):
     period a channel is closed in exactly 256 * rate - 1 cycles (the states with a low byte below
     ``rate``, without the all-zero state): the stated probability rate / 256."""
     state = first = lfsr_start(0, 0)
-    closed = 0
-    for n in range(1, 70_000):
+    closed = period = 0
+    while period < 70_000:
         closed += (state & 0xFF) < rate
         state = lfsr_next(state)
+        period += 1
         if state == first:
             break
-    assert n == 65_535
+    assert period == 65_535
     assert closed == max(0, 256 * rate - 1)
 
 
