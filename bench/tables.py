@@ -560,7 +560,7 @@ def mutation(d) -> Table:
                 f"{x['rows']}x{x['cols']} {x['fmt']} {x['subnormals']} stages={x['stages']} "
                 f"m_block={c['m_block']} acc_entries={c['acc_entries']} a_buffer_bytes={c['a_buffer_bytes']} "
                 f"pseudo_channels={h['pseudo_channels']} tREFI={h['timing']['tREFI']} "
-                f"tRFC={h['timing']['tRFC']} gemms={len(c.get('shapes', []))}"
+                f"tRFC={h['timing']['tRFC']} gemms={c.get('gemms', len(c.get('shapes', [])))}"
             )
         return " ".join(f"{k}={v}" for k, v in c.items()) or "default"
 

@@ -290,7 +290,8 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
 
     return Target(f"engine-{name.replace('_', '-')}" if name else "engine", module, design,
                   (TestRun("gemms", "verif.tb.gemm_fast_tb", env, check="sim.mutate_targets:check_gemms"),),
-                  config={**cfg.as_dict(), "shapes": [list(s) for s in ENGINE_SHAPES]},
+                  config={**cfg.as_dict(), "shapes": [list(s) for s in ENGINE_SHAPES],
+                          "gemms": len(ENGINE_SHAPES)},
                   sim_top="gemm_sim", context=context)
 
 
