@@ -18,8 +18,9 @@ LFSR_TAPS = 0xB400
 
 def lfsr_start(seed: int, channel: int) -> int:
     """The start state of channel ``channel``'s (index into ``CHANNELS``) LFSR for ``seed``: distinct
-    and non-zero for 5 channels x 4,096 seeds (an odd multiplier spreads them)."""
-    return ((seed * len(CHANNELS) + channel + 1) * 0x9E37) & 0xFFFF or 1
+    and non-zero for 5 channels x 4,096 seeds (``k = 5 * seed + channel + 1`` is 1..20,480, and
+    multiplying by an odd constant is a bijection modulo 2**16, so no two k meet and none gives 0)."""
+    return ((seed * len(CHANNELS) + channel + 1) * 0x9E37) & 0xFFFF
 
 
 def lfsr_next(state: int) -> int:
@@ -68,7 +69,6 @@ class AXI4Stall(wiring.Component):
             src, dst = (self.s, self.m) if ch in ("aw", "w", "ar") else (self.m, self.s)
             src_valid, src_ready = getattr(src, f"{ch}valid"), getattr(src, f"{ch}ready")
             dst_valid, dst_ready = getattr(dst, f"{ch}valid"), getattr(dst, f"{ch}ready")
-            # distinct non-zero start states: 5 channels x 4,096 seeds, spread by an odd multiplier
             lfsr = Signal(16, init=lfsr_start(self.seed, c), name=f"{ch}_lfsr")
             m.d.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ LFSR_TAPS, lfsr >> 1))
             offered = Signal(name=f"{ch}_offered")   # VALID was shown and not taken: keep it open

@@ -172,9 +172,10 @@ ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor"
 #: n-blocks, 256 and 400 n-blocks (the n-block counters' bits 7 and 8), groups cut below the
 #: K-chain's n-blocks (4 rows: 4 n-blocks per group where the dependency spans 7), an initial C and a
 #: bf16 result; then some of them again with random back-pressure (:class:`hw.axi_stall.AXI4Stall`
-#: rates on the A, W, C ports) so that each of the feeder's and loaders' waits binds on its own: A
-#: arriving late (the feeder waits on a bank's progress), C0 rows late (it issues k-block 0 beats
-#: while the bank is still loading), weights late, the write-back's D writes late (the K chain)
+#: rates on the A, W, C ports): A, weights, C0 rows and the write-back's D writes arriving late, so
+#: that waits which the memory system's own pace never makes decide do (on the feeder's campaign it
+#: killed 4 more of the same 200 mutants; issuing a k-block 0 beat while the bank still loads C0 is
+#: still never reached alone)
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
                  (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),

@@ -10,6 +10,8 @@ from hw.axi_slice import CHANNELS, _payloads
 from hw.axi_stall import AXI4Stall, lfsr_next, lfsr_start
 from verif.amaranth_tb import run_testbench
 
+SEED = 3  # the AXI4Stall seed of every test below (the LFSR model starts from the same states)
+
 
 def _traffic(rate: int, cycles: int, in_p: float, out_p: float, seed: int):
     """Sources on all five channels that keep the AXI4 rules (VALID held with its payload until the
@@ -20,7 +22,7 @@ def _traffic(rate: int, cycles: int, in_p: float, out_p: float, seed: int):
     offering, destination ready, no transfer) and, per channel and cycle, whether it was open."""
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
-    dut = AXI4Stall(20, 32, 2, seed=3)
+    dut = AXI4Stall(20, 32, 2, seed=SEED)
     fields = _payloads(20, 32, 2)
     sides = {ch: (dut.s, dut.m) if ch in ("aw", "w", "ar") else (dut.m, dut.s) for ch in CHANNELS}
     sent = {ch: [] for ch in CHANNELS}
@@ -80,7 +82,7 @@ def test_always_willing_sides_pass_exactly_the_open_cycles(rate):
     cycles the LFSR model says (its low byte at or above ``rate``), and passes one transfer in each."""
     sent, got, held, opened = _traffic(rate, 600, 1.0, 1.0, seed=1)
     for c, ch in enumerate(CHANNELS):
-        assert opened[ch] == _model_open(3, c, rate, 600), ch
+        assert opened[ch] == _model_open(SEED, c, rate, 600), ch
         assert got[ch] == sent[ch] and len(got[ch]) == sum(opened[ch]) == 600 - held[ch], ch
 
 
@@ -119,3 +121,10 @@ def test_bad_arguments():
         AXI4Stall(20, 32, 2, seed="1")
     with pytest.raises(ValueError, match="data_bits"):
         AXI4Stall(20, 4, 2)
+
+
+def test_start_states_are_distinct_and_non_zero():
+    """Every seed 0..4095 gives its five channels start states no other channel of any seed has, and
+    none is 0 (the LFSR's lock-up state)."""
+    starts = [lfsr_start(s, c) for s in range(4096) for c in range(len(CHANNELS))]
+    assert len(set(starts)) == len(starts) == 20_480 and 0 not in starts
