@@ -8,7 +8,7 @@ array per link at ``beat_bytes`` a cycle, halved on a bidirectional ring, plus a
 step) and the link utilization: link beats of data sent over cycles times the links in use.
 Writes ``bench/results/collectives.json``::
 
-    python -m bench.collectives            # every point (about 15 minutes on one core)
+    python -m bench.collectives            # every point (about 25 minutes on one core)
     python -m bench.collectives --quick    # the two smallest
 """
 
@@ -35,6 +35,8 @@ POINTS = [
     ("all_reduce", 2, 64, 64, False),
     ("all_reduce", 8, 64, 64, False),
     ("all_gather", 4, 256, 64, False),
+    ("reduce_scatter", 4, 256, 64, False),
+    ("all_reduce", 4, 256, 64, False),
     ("all_reduce", 4, 256, 64, True),
 ]
 

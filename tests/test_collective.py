@@ -10,6 +10,7 @@ from amaranth.sim import Simulator
 
 from hw.ici.config import ICIConfig
 from hw.pod import ERRORS, CollectiveConfig, CollectiveEngine, CollectiveOp
+from hw.pod.config import pod_link
 from verif.golden.collectives import after_collective
 from verif.pod_sim import run_collective
 
@@ -108,19 +109,20 @@ def test_collective_small_and_empty_shards(n, rows, cols, op, seed):
     check_cycles(res, CollectiveConfig(), op, arrays, True)
 
 
-@pytest.mark.parametrize("beat_bytes", [4, 16])
-def test_collective_tiny_buffers_stalls_and_bit_flips(beat_bytes, seed):
+@pytest.mark.parametrize("beat_bytes,op", [(4, "all_reduce"), (16, "all_reduce"), (8, "reduce_scatter")])
+def test_collective_tiny_buffers_stalls_and_bit_flips(beat_bytes, op, seed):
     """Receive buffers of 3 packets of one HBM beat (so slices of one HBM beat, so a row of 84 B is cut
     into three slices), every AXI ready and read beat withheld 30 % of cycles, 2 % of the wire's
-    beats corrupted: the all-reduce is still bit-exact (no deadlock, nothing lost or doubled) and
-    the links report the CRC errors and replays."""
+    beats corrupted: the all-reduce, and the reduce-scatter whose drains read through their own
+    port, are still bit-exact (no deadlock, nothing lost or doubled) and the links report the CRC
+    errors and replays."""
     rng = np.random.default_rng(seed)
     arrays = node_arrays(rng, 3, 5, 21, "bf16")
     link = ICIConfig(beat_bytes=beat_bytes, packet_beats=32 // beat_bytes, rx_packets=3)
     cfg = CollectiveConfig(link=link)
     assert cfg.slice_hbm_beats == 1
-    res = run_collective(cfg, arrays, "all_reduce", bidirectional=True, seed=seed, stall_p=0.3, flip_p=0.02)
-    check(res, expected("all_reduce", arrays, "ftz", True), seed)
+    res = run_collective(cfg, arrays, op, bidirectional=True, seed=seed, stall_p=0.3, flip_p=0.02)
+    check(res, expected(op, arrays, "ftz", True), seed)
     assert res["links"]["crc_errors"] > 0 and res["links"]["replays"] > 0, res["links"]
 
 
@@ -260,3 +262,18 @@ def test_schedule_matches_the_reference(ccw, seed):
         assert [tuple(int(v) for v in c) for c in outs["read"]] == [s for s in ref if s[6]], where
         assert [tuple(int(v) for v in c) for c in outs["write"]] == [s for s in ref if s[9]], where
     assert sum(len(r[7]) for r in got) > 50
+
+
+def test_reduce_scatter_drains_beside_the_next_slice():
+    """A reduce-scatter's last phase (the neighbour's partial sum plus the local slice, written) runs
+    beside the next slice's first phase, its local slice read through the drain's own port, as an
+    all-gather's last phase does. 4 nodes, one-row slices (receive buffers of 3 packets), two slices
+    per chunk: pinned at 574 cycles (with the last phase run alone: 641, the links idle in it)."""
+    cfg = CollectiveConfig(link=pod_link(rx_packets=3))
+    assert cfg.slice_hbm_beats == 8
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal((8, 64)).astype(np.float32) for _ in range(4)]
+    res = run_collective(cfg, arrays, "reduce_scatter")
+    check(res, expected("reduce_scatter", arrays, "ftz", False), 1)
+    check_cycles(res, cfg, "reduce_scatter", arrays, False)
+    assert res["cycles"] == [574] * 4

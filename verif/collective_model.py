@@ -104,11 +104,12 @@ def collective_cycles(cfg: CollectiveConfig, op: str, rows: int, row_bytes: int,
     packet before; the local slice is always ready); a result reaches the transmitter
     ``latency_cycles + 2`` cycles later; a packet leaves a cycle after it is stored whole, behind
     the packet before (header, payload, CRC) and once the packet ``replay_packets`` before it is
-    acknowledged. A receive-only step drains beside the next send-only one; a step that takes the
-    link or writes memory waits for the drain. The ring's dependencies are circular, so the
-    recurrence is iterated to its fixed point. Credits are not modelled (the receive buffers hold
-    two slices and a packet). Constants: :data:`SETUP` cycles of schedule set-up, :data:`TAIL`
-    from a last beat to done.
+    acknowledged. A step that takes the link and writes memory without sending (an all-gather's
+    last phase, or a reduce-scatter's with the local slice added) drains beside the next send-only
+    one; a step that takes the link or writes memory waits until the drain is written. The ring's
+    dependencies are circular, so the recurrence is iterated to its fixed point. Credits are not
+    modelled (the receive buffers hold two slices and a packet). Constants: :data:`SETUP` cycles of
+    schedule set-up, :data:`TAIL` from a last beat to done.
     """
     end = SETUP
     for ccw in (False, True):
@@ -138,7 +139,7 @@ def _direction_cycles(cfg: CollectiveConfig, plans: list[list[Step]], ccw: bool)
                 if s.remote:
                     ready = src[got] if got < len(src) else [0] * len(lens)
                     got += 1
-                    if not (s.hbm and not s.tx and not s.local):
+                    if not (s.hbm and not s.tx):
                         for n, r in zip(lens, ready):
                             t = max(t, r) + n
                             done_at.append(t)
@@ -146,7 +147,7 @@ def _direction_cycles(cfg: CollectiveConfig, plans: list[list[Step]], ccw: bool)
                         d = max(free + D + 2, drain)
                         for n, r in zip(lens, ready):
                             d = max(d, r) + n
-                        drain = d
+                        drain = d + (D + 2 if s.local else 0)   # a sum: through the adders first
                         end = max(end, drain + TAIL)
                         continue
                 else:

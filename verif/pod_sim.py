@@ -87,8 +87,8 @@ def run_collective(cfg: CollectiveConfig, arrays: list[np.ndarray], op: str, *, 
     async def tb(ctx):
         servers = []
         for k, e in enumerate(top.engines):
-            servers += [AxiPortModel(mems[k], e.axi_cw, f"node {k} cw", stall),
-                        AxiPortModel(mems[k], e.axi_ccw, f"node {k} ccw", stall)]
+            servers += [AxiPortModel(mems[k], getattr(e, f"axi_{name}"), f"node {k} {name}", stall)
+                        for name in ("cw", "ccw", "cw_drain", "ccw_drain")]
         for k, e in enumerate(top.engines):
             d = e.desc
             ctx.set(d.op, CollectiveOp[op.upper()])
@@ -135,7 +135,7 @@ def run_collective(cfg: CollectiveConfig, arrays: list[np.ndarray], op: str, *, 
 def run_pod_amaranth(cfg, plan, *, seed: int | None = None, stall_p: float = 0.0, flip_p: float = 0.0,
                      max_cycles: int = 400_000) -> dict:
     """Run a :class:`verif.pod_host.PodPlan` on :class:`hw.pod.top.PodTop` (``memory="axi"``) in the
-    Amaranth simulator, each node's five AXI4 ports served by its own behavioural memory.
+    Amaranth simulator, each node's seven AXI4 ports served by its own behavioural memory.
 
     Phases, each started on every node and waited for on every node: the collectives before the
     GEMM, the GEMMs, the collectives after. Registers go over each node's AXI4-Lite ports.

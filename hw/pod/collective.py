@@ -37,7 +37,9 @@ class CollectiveEngine(wiring.Component):
         error: Out(3): 0, or the :data:`ERRORS` code of a refused descriptor (with ``done``).
         framing_error, write_error: Out(1): either direction's (sticky).
         cycles: Out(32): cycles from ``start`` to done of the last collective.
-        axi_cw, axi_ccw: AXI4 masters. tx_cw, rx_cw, tx_ccw, rx_ccw: the links' message ports
+        axi_cw, axi_ccw: AXI4 masters. axi_cw_drain, axi_ccw_drain: AXI4 masters that only read (the
+            drains' local slices, see :class:`~hw.pod.combiner.Combiner`).
+        tx_cw, rx_cw, tx_ccw, rx_ccw: the links' message ports
             (``tx_cw`` to rank + 1, ``rx_cw`` from rank - 1, ``tx_ccw`` to rank - 1, ``rx_ccw`` from
             rank + 1).
 
@@ -59,7 +61,7 @@ class CollectiveEngine(wiring.Component):
         super().__init__({"desc": In(descriptor_layout(config)), "start": In(1),
                           "busy": Out(1), "done": Out(1), "error": Out(3),
                           "framing_error": Out(1), "write_error": Out(1), "cycles": Out(32),
-                          "axi_cw": In(axi), "axi_ccw": In(axi),
+                          "axi_cw": In(axi), "axi_ccw": In(axi), "axi_cw_drain": In(axi), "axi_ccw_drain": In(axi),
                           "tx_cw": Out(msg), "rx_cw": In(msg), "tx_ccw": Out(msg), "rx_ccw": In(msg)})
 
     def elaborate(self, platform):
@@ -83,6 +85,7 @@ class CollectiveEngine(wiring.Component):
             units.append(u)
             m.d.comb += [u.desc.eq(d), u.start.eq(go)]
             wiring.connect(m, wiring.flipped(getattr(self, f"axi_{name}")), u.axi)
+            wiring.connect(m, wiring.flipped(getattr(self, f"axi_{name}_drain")), u.axi_drain)
             wiring.connect(m, u.tx, wiring.flipped(getattr(self, f"tx_{name}")))
             wiring.connect(m, wiring.flipped(getattr(self, f"rx_{name}")), u.rx)
         with m.If(self.busy & ~go):

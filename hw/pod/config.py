@@ -12,7 +12,7 @@ from hw.config import check_choice, check_int, check_pow2
 from hw.ici.config import ICIConfig
 
 __all__ = ["CollectiveConfig", "CollectiveOp", "PodConfig", "pod_link", "descriptor_layout", "command_layout",
-           "HBM_BEAT_BYTES"]
+           "hbm_beat_layout", "is_drain", "HBM_BEAT_BYTES"]
 
 #: bytes of one HBM burst, the collective engine's AXI4 beat (as the GEMM engine's)
 HBM_BEAT_BYTES = 32
@@ -142,11 +142,24 @@ def command_layout(cfg: CollectiveConfig) -> data.StructLayout:
     })
 
 
+def is_drain(cmd) -> object:
+    """Whether a command (a :func:`command_layout` view) is a drain: the last phase of a slice,
+    which takes the neighbour's slice and writes it without sending it on (an all-gather's, or a
+    reduce-scatter's with the local slice added). The combiner runs it beside the next command, so
+    its local reads go to a read port of their own."""
+    return cmd.remote & cmd.hbm & ~cmd.tx
+
+
+def hbm_beat_layout() -> data.StructLayout:
+    """An AXI4 write beat without WLAST: ``data`` (256 bits), ``strb`` (32 bits)."""
+    return data.StructLayout({"data": HBM_BEAT_BYTES * 8, "strb": HBM_BEAT_BYTES})
+
+
 @dataclass(frozen=True)
 class PodConfig:
     """A pod: ``nodes`` slots on a bidirectional ring of ICI links, each a GEMM engine, a collective
-    engine and an HBM controller with five AXI4 ports (the engine's A, W and C, the collective
-    engine's two directions).
+    engine and an HBM controller with seven AXI4 ports (the engine's A, W and C, the collective
+    engine's two directions and their drains' read ports).
 
     Attributes:
         engine: each node's :class:`~hw.engine.EngineConfig` (the collective engine adds in its

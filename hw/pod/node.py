@@ -21,14 +21,15 @@ from .csr import CollectiveCSR
 __all__ = ["PodNode", "MEMORY_PORTS"]
 
 #: the node's AXI4 masters, in the HBM controller's port order
-MEMORY_PORTS = ("mem_a", "mem_w", "mem_c", "mem_cw", "mem_ccw")
+MEMORY_PORTS = ("mem_a", "mem_w", "mem_c", "mem_cw", "mem_ccw", "mem_cw_drain", "mem_ccw_drain")
 
 
 class PodNode(wiring.Component):
     """A :class:`~hw.engine.GEMMEngine` and a :class:`~hw.pod.collective.CollectiveEngine` (with its
     :class:`~hw.pod.csr.CollectiveCSR`) sharing one memory: with ``memory="hbm"`` an
-    :class:`~hw.hbm.axi.HBMController` with five AXI4 ports (:data:`MEMORY_PORTS`, IDs of one bit,
-    tags wide enough for five reorder buffers); with ``memory="axi"`` those five AXI4 masters are the
+    :class:`~hw.hbm.axi.HBMController` with seven AXI4 ports (:data:`MEMORY_PORTS`: the engine's three, and
+    per ring direction the collective engine's port and its drain's read-only port; IDs of one bit,
+    tags wide enough for seven reorder buffers); with ``memory="axi"`` those seven AXI4 masters are the
     node's ports (a behavioural memory serves them in the fast simulation tier).
 
     Ports:
@@ -36,7 +37,7 @@ class PodNode(wiring.Component):
         ccsr: the collective engine's AXI4-Lite registers (:data:`hw.pod.csr.REGISTERS`); cirq: Out(1).
         tx_cw, rx_cw, tx_ccw, rx_ccw: the ICI message ports (see CollectiveEngine).
         memory="hbm": ``pc<k>`` (DRAM pins per pseudo-channel), ``refresh_owed<k>``, ``queue_empty<k>``.
-        memory="axi": ``mem_a`` .. ``mem_ccw``: AXI4 masters (:func:`~hw.hbm.axi.axi4_signature` flipped).
+        memory="axi": ``mem_a`` .. ``mem_ccw_drain``: AXI4 masters (:func:`~hw.hbm.axi.axi4_signature` flipped).
 
     Args:
         config: the :class:`~hw.pod.config.PodConfig`.
@@ -69,7 +70,7 @@ class PodNode(wiring.Component):
         super().__init__(members)
 
     def hbm_controller(self) -> HBMController:
-        """The node's controller: five ports, the engine's reorder depth, tags widened to fit."""
+        """The node's controller: seven ports, the engine's reorder depth, tags widened to fit."""
         e = self.config.engine
         need = (len(MEMORY_PORTS) - 1).bit_length() + (e.rob_depth - 1).bit_length()
         hbm = dataclasses.replace(e.hbm, tag_bits=max(e.hbm.tag_bits, need))
@@ -91,7 +92,7 @@ class PodNode(wiring.Component):
             wiring.connect(m, getattr(col, name), wiring.flipped(getattr(self, name)))
         for name in ("rx_cw", "rx_ccw"):
             wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(col, name))
-        masters = [eng.mem_a, eng.mem_w, eng.mem_c, col.axi_cw, col.axi_ccw]
+        masters = [eng.mem_a, eng.mem_w, eng.mem_c, col.axi_cw, col.axi_ccw, col.axi_cw_drain, col.axi_ccw_drain]
         if self.memory == "axi":
             for name, port in zip(MEMORY_PORTS, masters):
                 wiring.connect(m, wiring.flipped(getattr(self, name)), port)
