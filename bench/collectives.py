@@ -9,7 +9,7 @@ step) and the link utilization: link beats of data sent over cycles times the li
 Writes ``bench/results/collectives.json``::
 
     python -m bench.collectives            # every point (about 25 minutes on one core)
-    python -m bench.collectives --quick    # the two smallest
+    python -m bench.collectives --quick    # the two smallest, to build/bench/collectives_quick.json
 """
 
 from __future__ import annotations
@@ -87,16 +87,32 @@ def measure(op: str, nodes: int, rows: int, cols: int, bidirectional: bool, seed
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.collectives", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the two smallest points only")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="the two smallest points only, written to build/bench/collectives_quick.json unless --out",
+    )
+    ap.add_argument(
+        "-o", "--out", type=Path, default=None, help=f"the JSON (default {OUT.relative_to(OUT.parents[2])})"
+    )
     args = ap.parse_args(argv)
     points = sorted(POINTS, key=lambda p: p[1] * p[2])[:2] if args.quick else POINTS
+    if args.out is not None:
+        out = args.out
+    elif args.quick:  # a smoke run must not replace the published table
+        from sim.runner import build_root
+
+        out = build_root() / "bench" / "collectives_quick.json"
+    else:
+        out = OUT
     rows = []
     for p in points:
         r = measure(*p)
         print(json.dumps(r), flush=True)
         rows.append(r)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"commit": git_commit(), "points": rows}, indent=1) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"commit": git_commit(), "points": rows}, indent=1) + "\n")
+    print(f"wrote {out}")
     return 0 if all(r["bitexact"] for r in rows) else 1
 
 

@@ -106,6 +106,27 @@ def absent_arg(text: str) -> tuple[int, ...]:
     return slots
 
 
+#: slots a pod's ring takes at most (:class:`hw.pod.config.PodConfig`'s ``nodes``)
+MAX_SLOTS = 16
+
+
+def check_ring(args) -> None:
+    """``--devices`` and ``--absent`` against each other, in the options' own words.
+
+    Raises:
+        UsageError: more than :data:`MAX_SLOTS` slots, an absent slot outside ``0 .. devices - 1``,
+            or no slot left.
+    """
+    n = args.devices
+    if n > MAX_SLOTS:
+        raise UsageError(f"--devices {n}: a pod has at most {MAX_SLOTS} slots")
+    for k in args.absent:
+        if not 0 <= k < n:
+            raise UsageError(f"--absent {k}: no such slot; --devices {n} gives slots 0 .. {n - 1}")
+    if len(set(args.absent)) >= n:
+        raise UsageError(f"--absent {','.join(map(str, args.absent))} leaves no node of the {n} slots")
+
+
 #: ICI link widths the pod takes (bytes per beat)
 LINK_BYTES = (4, 8, 16, 32)
 
@@ -129,7 +150,8 @@ def add_pod_options(p, *, devices_default: int | None = None, fmt_help: str = "i
     p.add_argument("--fmt", choices=FMTS, default="bf16", help=fmt_help)
     p.add_argument("--subnormals", choices=SUBNORMALS, default="ftz", help="ftz (default) or ieee")
     p.add_argument("--stages", type=stages_arg, default=2, help="pipeline stages of each PE's MAC, 1..9 (default 2)")
-    p.add_argument("--link-bytes", type=int, choices=LINK_BYTES, default=8, help="ICI link width, bytes per cycle")
+    p.add_argument("--link-bytes", type=int, choices=LINK_BYTES, default=8,
+                   help="ICI link width, bytes per cycle (default 8)")
     p.add_argument("--link-latency", type=positive_arg, default=4, metavar="L",
                    help="one-way link latency, cycles (SerDes and cable; default 4)")
     p.add_argument("--pseudo-channels", type=int, choices=PSEUDO_CHANNELS, default=1, metavar="P",

@@ -8,7 +8,7 @@ import time
 
 from .errors import UsageError
 from .files import check_build_dir, check_out_file, gemm_shape, initial_c, load_npy, operand, progress_enabled
-from .options import add_pod_options, npy_path_arg
+from .options import add_pod_options, check_ring, npy_path_arg
 from .pod_demo import add_parser as add_demo_parser
 from .pod_demo import run as run_demo
 from .report import finish_gemm
@@ -51,7 +51,8 @@ dp, tp and fsdp give the single engine's bits (verif.golden.matmul); tp-k its ow
 
 Inputs follow mxu matmul's rules (A is M x K, B is K x N, .npy; --bits for raw bit patterns).
 
-JSON fields: m, k, n, devices, slots, absent, sharding, bidirectional, rows, cols, stages, fmt,
+JSON fields: m, k, n, devices (the live nodes: --devices less the --absent slots), slots
+(--devices), absent, sharding, bidirectional, rows, cols, stages, fmt,
 subnormals, link_bytes, link_latency, sim, gemm_cycles (per node, start to done), collective_cycles
 (per node, each collective), phase_cycles (the pod's cycles per phase: collectives before, GEMMs,
 collectives after, each from the first start to the last node's done), pod_cycles (their sum),
@@ -85,6 +86,7 @@ def run(args) -> int:
     if args.pod_command == "demo":
         return run_demo(args)
     t0 = time.perf_counter()
+    check_ring(args)
     check_out_file(args.out, suffix=".npy")
     m, k, n = gemm_shape(args.a, args.b, args.c)
 

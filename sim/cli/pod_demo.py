@@ -8,7 +8,16 @@ import json
 
 from .errors import UsageError
 from .files import check_build_dir, check_out_dir, progress_enabled, write_outputs
-from .options import SIMULATORS, add_pod_options, float_range_arg, nonnegative_arg, out_dir_arg, positive_arg, seed_arg
+from .options import (
+    SIMULATORS,
+    add_pod_options,
+    check_ring,
+    float_range_arg,
+    nonnegative_arg,
+    out_dir_arg,
+    positive_arg,
+    seed_arg,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -77,6 +86,7 @@ def run(args) -> int:
     """Run ``mxu pod demo``; returns the exit status."""
     from sim import pod_demo, runner, toolchain
 
+    check_ring(args)
     cfg = pod_demo.PodDemoConfig(
         devices=args.devices, absent=args.absent, rows=args.rows, cols=args.cols, fmt=args.fmt,
         subnormals=args.subnormals, stages=args.stages, pseudo_channels=args.pseudo_channels,
