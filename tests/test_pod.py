@@ -55,15 +55,18 @@ def run_and_check(cfg, a, b, c, sharding, seed, *, bidirectional=False, flip_p=0
     "sharding,nodes,fmt,absent,bidirectional",
     [
         ("dp", 2, "bf16", (), False),
-        ("tp", 3, "int8", (), False),
-        ("fsdp", 3, "fp8_e4m3fn", (), False),
-        ("tp-k", 4, "bf16", (2,), True),
+        ("dp", 4, "fp8_e5m2", (), False),
+        ("tp", 2, "bf16", (), False),
+        ("tp", 4, "int8", (), False),
+        ("fsdp", 2, "bf16", (), True),
+        ("fsdp", 4, "fp8_e4m3fn", (), False),
         ("tp-k", 2, "int8", (), False),
+        ("tp-k", 5, "bf16", (2,), True),
     ],
 )
 def test_pod_sharding_is_bit_exact(sharding, nodes, fmt, absent, bidirectional, seed):
-    """Each sharding on 2-4 nodes, 7 x 9 x 5 with 5 % specials and C0: bit-exact. fsdp all-gathers
-    fp8 rows of 5 bytes (no multiple of 4); the 4-slot pod has slot 2 absent, so its ring of 3 closes
+    """Each sharding on 2 and 4 nodes, 7 x 9 x 5 with 5 % specials and C0: bit-exact. fsdp all-gathers
+    fp8 rows of 5 bytes (no multiple of 4); the 5-slot pod has slot 2 absent, so its ring of 4 closes
     around it; the engines' GEMM and the collectives report their cycles."""
     rng = np.random.default_rng(seed)
     cfg = pod(fmt, nodes, absent)
