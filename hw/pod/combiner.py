@@ -37,7 +37,8 @@ class Combiner(wiring.Component):
 
     Ports:
         cmd: In(stream of command_layout); row_bytes: In(16), held.
-        local, drain_local: In(stream of 256 bits): AXI4 R data for the drain commands and for the others.
+        local: In(stream of 256 bits): AXI4 R data of the commands other than drains.
+        drain_local: In(stream of 256 bits): AXI4 R data of the drains (their own read port).
         remote: In(message_signature): from the link.
         tx: Out(message_signature): to the link. hbm: Out(stream of :func:`~hw.pod.config.hbm_beat_layout`).
         idle: Out(1): no command held, nothing in flight.
