@@ -12,10 +12,12 @@ from hw.config import check_choice, check_int, check_pow2
 from hw.ici.config import ICIConfig
 
 __all__ = ["CollectiveConfig", "CollectiveOp", "PodConfig", "pod_link", "descriptor_layout", "command_layout",
-           "hbm_beat_layout", "is_drain", "HBM_BEAT_BYTES"]
+           "hbm_beat_layout", "is_drain", "HBM_BEAT_BYTES", "MAX_SLOTS"]
 
 #: bytes of one HBM burst, the collective engine's AXI4 beat (as the GEMM engine's)
 HBM_BEAT_BYTES = 32
+#: slots a pod's ring takes at most (:class:`PodConfig`'s ``nodes``)
+MAX_SLOTS = 16
 
 
 class CollectiveOp(enum.Enum, shape=2):
@@ -165,7 +167,7 @@ class PodConfig:
         engine: each node's :class:`~hw.engine.EngineConfig` (the collective engine adds in its
             format and subnormal mode, on its memory's address width).
         link: the :class:`~hw.ici.config.ICIConfig` of every link.
-        nodes: slots on the ring, 1 .. 16.
+        nodes: slots on the ring, 1 .. :data:`MAX_SLOTS`.
         absent: slots with no node (a failed chip): the ring closes around them, and the live nodes
             take ranks 0, 1, ... in slot order. At least one node stays.
         adder_cuts: see :class:`CollectiveConfig`.
@@ -187,7 +189,7 @@ class PodConfig:
             object.__setattr__(self, "engine", EngineConfig())
         if not isinstance(self.engine, EngineConfig):
             raise TypeError(f"engine must be an EngineConfig; got {self.engine!r}")
-        check_int("nodes", self.nodes, 1, 16)
+        check_int("nodes", self.nodes, 1, MAX_SLOTS)
         if not isinstance(self.absent, tuple) or any(isinstance(a, bool) or not isinstance(a, int)
                                                      or not 0 <= a < self.nodes for a in self.absent):
             raise ValueError(f"absent must be a tuple of slots 0 .. {self.nodes - 1}; got {self.absent!r}")

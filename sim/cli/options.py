@@ -97,8 +97,8 @@ def npy_path_arg(text: str) -> Path:
 
 
 def absent_arg(text: str) -> tuple[int, ...]:
-    """``--absent``: slot numbers separated by commas (checked against ``--devices`` by the pod's
-    configuration)."""
+    """``--absent``: slot numbers separated by commas (checked against ``--devices`` by
+    :func:`check_ring`)."""
     try:
         slots = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
@@ -106,17 +106,15 @@ def absent_arg(text: str) -> tuple[int, ...]:
     return slots
 
 
-#: slots a pod's ring takes at most (:class:`hw.pod.config.PodConfig`'s ``nodes``)
-MAX_SLOTS = 16
-
-
 def check_ring(args) -> None:
     """``--devices`` and ``--absent`` against each other, in the options' own words.
 
     Raises:
-        UsageError: more than :data:`MAX_SLOTS` slots, an absent slot outside ``0 .. devices - 1``,
+        UsageError: more than :data:`hw.pod.config.MAX_SLOTS` slots, an absent slot outside ``0 .. devices - 1``,
             or no slot left.
     """
+    from hw.pod.config import MAX_SLOTS
+
     n = args.devices
     if n > MAX_SLOTS:
         raise UsageError(f"--devices {n}: a pod has at most {MAX_SLOTS} slots")
