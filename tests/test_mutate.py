@@ -154,6 +154,40 @@ def test_equivalence_proves_a_masked_mutant_and_refutes_a_real_one(absorb, tmp_p
     assert eq is None
 
 
+def test_equivalence_verdicts_are_kept_per_netlist_mutation_and_depth(absorb, tmp_path, monkeypatch):
+    """A verdict is checked once and then read back for the same netlist, mutation and depth, also
+    for the netlist of another clone of the sources; another mutation or depth is checked again."""
+    monkeypatch.setenv("MXU_BUILD_DIR", str(tmp_path / "build"))
+    calls = []
+    real_check = formal.equivalent
+
+    def counted(*args):
+        calls.append(args[2:4])
+        return real_check(*args)
+
+    monkeypatch.setattr(formal, "equivalent", counted)
+    masked = f"-mode const0 -module absorb -cell {_cell(absorb, '$and')} -port Y -portbit 2"
+    real = f"-mode const0 -module absorb -cell {_cell(absorb, '$or')} -port Y -portbit 2"
+    first = mutate.equivalence_verdict(absorb, "absorb", masked, 4, tmp_path / "a")
+    assert first[0] is True and "kept" not in first[1]
+    # the same sources in another clone: the netlist's src attributes name that clone's files
+    clone = tmp_path / "clone"
+    text = absorb.read_text()
+    here = f"{mutate.repo_root()}/tests/"
+    assert here in text
+    copy = clone / "design.il"
+    copy.parent.mkdir()
+    copy.write_text(text.replace(here, f"{clone}/tests/"))
+    monkeypatch.setattr(mutate, "repo_root", lambda: clone)
+    again = mutate.equivalence_verdict(copy, "absorb", masked, 4, tmp_path / "b")
+    assert again == (True, first[1] + " [verdict kept from an earlier check of this netlist]")
+    assert mutate.equivalence_verdict(absorb, "absorb", real, 4, tmp_path / "c")[0] is False
+    assert mutate.equivalence_verdict(absorb, "absorb", real, 0, tmp_path / "d")[0] is None
+    assert mutate.equivalence_verdict(absorb, "absorb", real, 0, tmp_path / "e")[0] is None
+    assert calls == [(masked, 4), (real, 4), (real, 0)]
+    assert len(list((tmp_path / "build" / "cache" / "equivalence").rglob("*.json"))) == 3
+
+
 @pytest.fixture(scope="module")
 def mem_stream(tmp_path_factory) -> Path:
     """A stream whose payload is a memory's read register (Amaranth gives it no initial value) while
