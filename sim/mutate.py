@@ -457,6 +457,18 @@ def part_command(prepped: Path, top: str, pattern: str, part_prepped: Path, part
     return " ".join(out)
 
 
+def campaign_key(target: Target, *, count: int, seed: int, simulator: str, test_seed: int, depth: int) -> dict:
+    """What a campaign's verdicts depend on (the design, its configuration, the mutation list, the
+    simulator, the regression's seed and names, the check's depth), as it reads back from
+    ``mutate.json``: a record with an equal key is resumed. (A configuration's tuples come back from
+    JSON as lists; compared unconverted, an engine campaign's key never equalled its own record and
+    every interrupted engine campaign started again from its first mutant.)"""
+    key = {"block": target.block, "design": design_key(target), "config": target.config, "count": count,
+           "seed": seed, "simulator": simulator, "test_seed": test_seed, "depth": depth,
+           "runs": [r.name for r in target.runs]}
+    return json.loads(json.dumps(key))
+
+
 def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator: str, jobs: int,
                  timeout_s: float | None, depth: int, test_seed: int,
                  progress: Callable[[int, int], None] | None = None, rejudge: tuple[str, ...] = ()) -> dict:
@@ -487,9 +499,7 @@ def run_campaign(target: Target, out: Path, *, count: int, seed: int, simulator:
     if not mutations:
         raise RuntimeError(f"Yosys found no mutation candidates in {target.block}")
     verilog = build_mutants(target, prepped, mutations, f"mutants-{count}-{seed}.v")
-    key = {"block": target.block, "design": design, "config": target.config, "count": count, "seed": seed,
-           "simulator": simulator,
-           "test_seed": test_seed, "depth": depth, "runs": [r.name for r in target.runs]}
+    key = campaign_key(target, count=count, seed=seed, simulator=simulator, test_seed=test_seed, depth=depth)
     path = out / "mutate.json"
     done: dict[int, MutantResult] = {}
     baseline = None

@@ -245,6 +245,23 @@ def test_each_mutation_list_gets_its_own_build_and_each_design_its_own_work(abso
     assert mutate.design_key(target("mac", {}, 1)) == mutate.design_key(target("mac", {}, 2))  # test seed
 
 
+def test_a_campaign_key_equals_its_own_record():
+    """The resume rule compares a campaign's key with the one in its ``mutate.json``: a configuration
+    holding tuples (the engine's GEMMs, one with its back-pressure rates) must compare equal after
+    the JSON round trip, or every interrupted engine campaign starts again from its first mutant."""
+    tgt = mutate.Target(
+        "absorb",
+        "absorb",
+        lambda: ("rtlil", ""),
+        (),
+        config={"shapes": [(9, 8, 40, False, False, (0, 192, 0))], "mapping": ("row", "bank")},
+    )
+    key = mutate.campaign_key(tgt, count=4, seed=1, simulator="verilator", test_seed=1, depth=20)
+    assert json.loads(json.dumps(key)) == key
+    assert key["config"]["shapes"] == [[9, 8, 40, False, False, [0, 192, 0]]]
+    assert key != mutate.campaign_key(tgt, count=4, seed=2, simulator="verilator", test_seed=1, depth=20)
+
+
 def test_unknown_block_and_options_are_refused():
     with pytest.raises(ValueError, match="block must be one of mac"):
         target("alu", {}, 1)
