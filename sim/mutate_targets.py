@@ -169,15 +169,15 @@ ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor"
 #: :func:`engine_stress_config`: edges of every loop (partial tiles and m-blocks, K < R, N < C, several
 #: groups of n-blocks), many m-blocks (past the sequencer's 8-entry table), one row per m-block (the
 #: K-chain dependency), K at the A bank's limit, K of every residue mod 4, groups of 5 and of 16
-#: n-blocks, 256 and 400 n-blocks (the n-block counters' bits 7 and 8), 525 n-blocks in each of two
-#: m-blocks (bit 9, and the high bits counted again from 0 in a second m-block), groups cut below the
+#: n-blocks, 256 and 400 n-blocks (the n-block counters' bits 7 and 8), groups cut below the
 #: K-chain's n-blocks (4 rows: 4 n-blocks per group where the dependency spans 7), an initial C and a
 #: bf16 result; then some of them again with random back-pressure (:class:`hw.axi_stall.AXI4Stall`
 #: rates on the A, W, C ports): A, weights, C0 rows and the write-back's D writes arriving late, so
 #: that waits which the memory system's own pace never makes decide do (on the feeder's campaign it
 #: killed 4 more of the same 200 mutants; issuing a k-block 0 beat while the bank still loads C0 is
-#: still never reached alone); the last GEMM comes after them so that adding it left the stimulus of
-#: the others as it was
+#: still never reached alone); last, two m-blocks of 2^b + 1 n-blocks for b = 4 .. 9: a loop's
+#: cursor compares the n-blocks left with the group size when it enters an m-block, and a bit b lost
+#: there leaves 1 (after them, so that adding them left the stimulus of the others as it was)
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
                  (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),
@@ -186,7 +186,7 @@ ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9
                  (40, 3, 9, True, False, (0, 0, 160)), (3, 128, 3, True, True, (96, 96, 96)),
                  (9, 8, 40, False, False, (0, 192, 0)), (70, 4, 2, False, False, (192, 0, 64)),
                  (3, 18, 48, True, False, (64, 0, 224)), (1, 24, 5, False, False, (0, 0, 240)),
-                 (9, 4, 2100, False, False))
+                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4, 10)))
 
 
 def engine_stress_config(**options):
