@@ -32,7 +32,7 @@ class Accumulator(EnginePart):
         c0_start, c0_start_bank, c0_done, c0_done_bank: In(1): from the C0 loader.
         c0_valid, c0_bank: In(1), c0_addr: In, c0_data: In(32 * C), c0_lanes: In(C): a C0 beat.
         wb_free, wb_free_bank: In(1): the write-back read the group's last row (strobe).
-        state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(D + 12, 2)); rows_done:
+        state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(range(GROUP_BEATS + 1), 2)); rows_done:
             Out(ArrayLayout(range(m_block + 1), 2)), rows of the bank's group whose last output beat
             (last k-block, last n-block) is written (the write-back's row check);
         state_next, rows_done_next: Out, the same after this clock edge unless the write-back frees
@@ -54,7 +54,7 @@ class Accumulator(EnginePart):
             "c0_start": In(1), "c0_start_bank": In(1), "c0_done": In(1), "c0_done_bank": In(1),
             "c0_valid": In(1), "c0_bank": In(1), "c0_addr": In(abits), "c0_data": In(entry), "c0_lanes": In(g.C),
             "wb_free": In(1), "wb_free_bank": In(1),
-            "state": Out(data.ArrayLayout(AccState, 2)), "wcount": Out(data.ArrayLayout(g.D + 12, 2)),
+            "state": Out(data.ArrayLayout(AccState, 2)), "wcount": Out(data.ArrayLayout(range(g.GROUP_BEATS + 1), 2)),
             "rows_done": Out(data.ArrayLayout(range(g.m_block + 1), 2)),
             "state_next": Out(data.ArrayLayout(AccState, 2)),
             "rows_done_next": Out(data.ArrayLayout(range(g.m_block + 1), 2)),
@@ -69,7 +69,7 @@ class Accumulator(EnginePart):
         C, D = g.C, g.D
         co = attach_cursor(m, "cursor", self, self.seq)
         state = [Signal(AccState, name=f"acc{b}_state") for b in range(2)]
-        wcount = [Signal(D + 12, name=f"acc{b}_wcount") for b in range(2)]
+        wcount = [Signal(range(g.GROUP_BEATS + 1), name=f"acc{b}_wcount") for b in range(2)]
         rows_done = [Signal(range(g.m_block + 1), name=f"acc{b}_rows_done") for b in range(2)]
         for b in range(2):
             m.d.comb += [self.state[b].eq(state[b]), self.wcount[b].eq(wcount[b]), self.rows_done[b].eq(rows_done[b])]

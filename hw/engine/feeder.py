@@ -37,7 +37,7 @@ class Feeder(EnginePart):
         seq: Out(seq_port_signature): the feeder's m-block lookup.
         a_full: In(2), a_store_bank: In(1), a_progress: In(D): from the A loader.
         a_rd_addr: Out(lg(ABUF_DEPTH) + 1), a_rd_en: Out(1), a_rd_data: In(NSUB * 256): A bank read.
-        acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(D + 12, 2)): the banks;
+        acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(range(GROUP_BEATS + 1), 2)): the banks;
         acc_wr: In(2): the collector writes bank b in this cycle (its ``wcount`` is one higher after
             the edge);
         c0_bank: In(1): the bank the C0 loader's store side is at; c0_row_next: In(range(m_block + 1)):
@@ -60,7 +60,7 @@ class Feeder(EnginePart):
             "seq": Out(seq_port_signature(g)),
             "a_full": In(2), "a_store_bank": In(1), "a_progress": In(g.D),
             "a_rd_addr": Out(lg(g.ABUF_DEPTH) + 1), "a_rd_en": Out(1), "a_rd_data": In(g.NSUB * BEAT_BYTES * 8),
-            "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(g.D + 12, 2)),
+            "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(range(g.GROUP_BEATS + 1), 2)),
             "acc_wr": In(2),
             "c0_bank": In(1), "c0_row_next": In(range(g.m_block + 1)), "c0_start": In(1),
             "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
@@ -80,7 +80,7 @@ class Feeder(EnginePart):
         f_i = Signal(range(g.m_block + 1))
         f_word = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr + kb / CPW: the A bank word
         f_caddr = Signal(range(g.ACCD + 1))         # g * mb + i
-        f_q1 = Signal(D + 12)                       # beats issued in this group after k-block 0
+        f_q1 = Signal(range(g.GROUP_BEATS))         # beats issued in this group after k-block 0
         f_abank = Signal()
         f_cbank = Signal()
         with m.If(self.go):

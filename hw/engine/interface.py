@@ -115,7 +115,9 @@ class Geometry:
     that never stalls the feeder: array latency + 16 beats), ``MINM`` (2R + C - 1: the
     shortest m-block whose tiles run back to back), ``TAIL`` (rows of a cut last m-block), ``QF``
     (beats per row per pass of an m-block), ``SEQ_DEPTH`` (blocks in the sequencer's table), ``SQB``
-    (block-index bits), ``MFIRST`` (rows of the first m-block before the A-bank limit).
+    (block-index bits), ``MFIRST`` (rows of the first m-block before the A-bank limit),
+    ``GROUP_BEATS`` (most MXU output beats of one group: ``ACCD`` entries, each written once per
+    k-block, for at most ceil(max K / R) k-blocks; the width of the K-chain's beat counts).
     """
 
     R: int
@@ -140,6 +142,7 @@ class Geometry:
     SEQ_DEPTH: int
     SQB: int
     MFIRST: int
+    GROUP_BEATS: int
     m_block: int
     capacity: int
     is_int8: bool
@@ -158,7 +161,8 @@ class Geometry:
                    CPART=max(1, BB // (C * 4)), ABUF_DEPTH=cfg.a_buffer_bytes // (BB * NSUB),
                    ACCD=cfg.acc_entries, A32=34, D=DIM_BITS, DEP_BEATS=dep,
                    MINM=minm, TAIL=max(minm, dep), QF=PASS_CHUNKS * NSUB, SEQ_DEPTH=seq_depth,
-                   SQB=lg(seq_depth) + 1, MFIRST=min(cfg.first_block_rows, cfg.m_block), m_block=cfg.m_block,
+                   SQB=lg(seq_depth) + 1, MFIRST=min(cfg.first_block_rows, cfg.m_block),
+                   GROUP_BEATS=cfg.acc_entries * -(-cfg.max_k // R), m_block=cfg.m_block,
                    capacity=cfg.hbm.capacity_bytes, is_int8=mc.fmt == "int8")
 
 
