@@ -43,7 +43,8 @@ class Feeder(EnginePart):
         c0_bank: In(1): the bank the C0 loader's store side is at; c0_row_next: In(range(m_block + 1)):
             its row after this clock edge (the rows before it are stored); c0_start: In(1): the C0
             loader starts a group (strobe).
-        acc_rd_addr: Out, acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)): accumulator read.
+        acc_rd_addr: Out(range(ACCD)), acc_rd_en: Out(1), acc_rd_data: In(ArrayLayout(32 * C, 2)):
+            accumulator read.
         act: Out(stream.Signature(R * w + 32 * C + 1)): the beat ``Cat(a, c, swap)`` (the MXU's
             activation stream).
         free: Out(1), free_bank: Out(1): the feeder is done with an A bank (strobe).
@@ -63,7 +64,7 @@ class Feeder(EnginePart):
             "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(range(g.GROUP_BEATS + 1), 2)),
             "acc_wr": In(2),
             "c0_bank": In(1), "c0_row_next": In(range(g.m_block + 1)), "c0_start": In(1),
-            "acc_rd_addr": Out(range(g.ACCD + 1)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
+            "acc_rd_addr": Out(range(g.ACCD)), "acc_rd_en": Out(1), "acc_rd_data": In(data.ArrayLayout(entry, 2)),
             "act": Out(stream.Signature(g.R * g.w + entry + 1)),
             "free": Out(1), "free_bank": Out(1), "why": Out(Why),
         }
@@ -77,9 +78,9 @@ class Feeder(EnginePart):
         f_kb = Signal(D)
         f_rem = Signal(D + 1)                       # K - kb * R: elements of K from this k-block on
         f_g = Signal(D)
-        f_i = Signal(range(g.m_block + 1))
+        f_i = Signal(range(g.m_block))              # row of the m-block, < mb
         f_word = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr + kb / CPW: the A bank word
-        f_caddr = Signal(range(g.ACCD + 1))         # g * mb + i
+        f_caddr = Signal(range(g.ACCD))             # g * mb + i: the group's entries fit a bank
         f_q1 = Signal(range(g.GROUP_BEATS))         # beats issued in this group after k-block 0
         f_abank = Signal()
         f_cbank = Signal()
