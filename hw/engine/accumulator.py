@@ -30,7 +30,7 @@ class Accumulator(EnginePart):
         seq: Out(seq_port_signature): the collector's m-block lookup.
         out: In(stream.Signature(32 * C)): the MXU's output beats (``ready`` is 1).
         c0_start, c0_start_bank, c0_done, c0_done_bank: In(1): from the C0 loader.
-        c0_valid, c0_bank: In(1), c0_addr: In, c0_data: In(32 * C), c0_lanes: In(C): a C0 beat.
+        c0_valid, c0_bank: In(1), c0_addr: In(range(ACCD)), c0_data: In(32 * C), c0_lanes: In(C): a C0 beat.
         wb_free, wb_free_bank: In(1): the write-back read the group's last row (strobe).
         state: Out(ArrayLayout(AccState, 2)); wcount: Out(ArrayLayout(range(GROUP_BEATS + 1), 2)); rows_done:
             Out(ArrayLayout(range(m_block + 1), 2)), rows of the bank's group whose last output beat
@@ -38,8 +38,9 @@ class Accumulator(EnginePart):
         state_next, rows_done_next: Out, the same after this clock edge unless the write-back frees
             the bank in this cycle (``wb_free``);
         bank_busy: Out(2): the collector writes bank b this cycle (the C0 beat waits).
-        fd_addr, fd_en: In; fd_data: Out(ArrayLayout(32 * C, 2)): the feeder's read port (both banks).
-        wb_addr, wb_en: In; wb_data: Out(ArrayLayout(32 * C, 2)): the write-back's read port.
+        fd_addr: In(range(ACCD)), fd_en: In(1); fd_data: Out(ArrayLayout(32 * C, 2)): the feeder's read port
+            (both banks).
+        wb_addr: In(range(ACCD)), wb_en: In(1); wb_data: Out(ArrayLayout(32 * C, 2)): the write-back's read port.
 
     Raises:
         TypeError: ``config`` is not an EngineConfig.
@@ -47,7 +48,7 @@ class Accumulator(EnginePart):
 
     def members(self, g: Geometry) -> dict:
         entry = 32 * g.C
-        abits = range(g.ACCD + 1)
+        abits = range(g.ACCD)  # entry addresses: a group's entries fit a bank
         return {
             **loop_control(g, run=False), "seq": Out(seq_port_signature(g)),
             "out": In(stream.Signature(entry)),
@@ -78,7 +79,7 @@ class Accumulator(EnginePart):
         o_kb = Signal(D)
         o_g = Signal(D)
         o_i = Signal(range(g.m_block + 1))
-        o_addr = Signal(range(g.ACCD + 1))
+        o_addr = Signal(range(g.ACCD))
         o_bank = Signal()
         # loop ends from registers (LoopEnd): no adder in front of the cursor's step
         i_end, g_end = LoopEnd(o_i, co.mb, "o_i", co.mb_one), LoopEnd(o_g, co.gc, "o_g", co.gc_one)

@@ -42,7 +42,7 @@ class C0Loader(EnginePart):
             collector writes bank b this cycle.
         start: Out(1), start_bank: Out(1): a group starts in bank ``start_bank`` (strobe).
         group_done: Out(1), done_bank: Out(1): the group's last C0 beat is stored (strobe).
-        wr_valid: Out(1), wr_bank: Out(1), wr_addr: Out(range(ACCD + 1)), wr_data: Out(32 * C),
+        wr_valid: Out(1), wr_bank: Out(1), wr_addr: Out(range(ACCD)), wr_data: Out(32 * C),
             wr_lanes: Out(C): a C0 beat for the accumulator (lanes to write).
         store_bank: Out(1): the bank the store side is at; store_row_next: Out(range(m_block + 1)):
             the row it is at after this clock edge (rows before it are stored), so a reader can
@@ -59,7 +59,7 @@ class C0Loader(EnginePart):
             "ar": Out(ar_signature(g)), "r": In(r_signature()),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "bank_busy": In(2),
             "start": Out(1), "start_bank": Out(1), "group_done": Out(1), "done_bank": Out(1),
-            "wr_valid": Out(1), "wr_bank": Out(1), "wr_addr": Out(range(g.ACCD + 1)), "wr_data": Out(32 * g.C),
+            "wr_valid": Out(1), "wr_bank": Out(1), "wr_addr": Out(range(g.ACCD)), "wr_data": Out(32 * g.C),
             "wr_lanes": Out(g.C), "store_bank": Out(1), "store_row_next": Out(range(g.m_block + 1)),
         }
 
@@ -145,8 +145,8 @@ class C0Loader(EnginePart):
         cc_nbC = Signal(D + 9)
         cc_q = Signal(range(CS + 1))
         cc_bank = Signal()
-        cc_addr = Signal(range(g.ACCD + 1))
-        cc_rowaddr = Signal(range(g.ACCD + 1))
+        cc_addr = Signal(range(g.ACCD))
+        cc_rowaddr = Signal(range(g.ACCD))
         cc_g_end, cc_i_end = LoopEnd(cc_g, cc.gc, "cc_g", cc.gc_one), LoopEnd(cc_i, cc.mb, "cc_i", cc.mb_one)
         # the entry's beats: a register loaded with the n-block's (as the read side's request)
         cc_beats = Signal(range(CS + 2))

@@ -50,7 +50,7 @@ class WriteData(EnginePart):
         acc_state_next: In(ArrayLayout(AccState, 2)), rows_done_next: In(ArrayLayout(range(m_block + 1),
             2)): the banks' states and complete rows (the collector wrote the row's last output beat)
             after this clock edge, unless the write-back frees the bank in this cycle.
-        rd_addr: Out, rd_en: Out(1), rd_data: In(ArrayLayout(32 * C, 2)): accumulator read port.
+        rd_addr: Out(range(ACCD)), rd_en: Out(1), rd_data: In(ArrayLayout(32 * C, 2)): accumulator read port.
         free: Out(1), free_bank: Out(1): the group's last row is read (strobe).
         wlen: In(stream.Signature(8)): AWLEN of the bursts, in order (from the address side).
         w: Out(stream.Signature(w_layout())): write beats (``mem_c`` W).
@@ -66,7 +66,7 @@ class WriteData(EnginePart):
             "seq": Out(seq_port_signature(g)),
             "acc_state_next": In(data.ArrayLayout(AccState, 2)),
             "rows_done_next": In(data.ArrayLayout(range(g.m_block + 1), 2)),
-            "rd_addr": Out(range(g.ACCD + 1)), "rd_en": Out(1), "rd_data": In(data.ArrayLayout(32 * g.C, 2)),
+            "rd_addr": Out(range(g.ACCD)), "rd_en": Out(1), "rd_data": In(data.ArrayLayout(32 * g.C, 2)),
             "free": Out(1), "free_bank": Out(1),
             "wlen": In(stream.Signature(8)), "w": Out(stream.Signature(w_layout())), "idle": Out(1),
         }
@@ -79,7 +79,7 @@ class WriteData(EnginePart):
         x_i = Signal(range(g.m_block + 1))
         x_off = Signal(D + 12)         # byte offset of the piece in the row
         x_bank = Signal()
-        x_addr = Signal(range(g.ACCD + 1))  # g * mb + i of the piece's entry
+        x_addr = Signal(range(g.ACCD))      # g * mb + i of the piece's entry
         x_q = Signal(range(8 * C // BB + 2))
         # the group's row segment changes only with the group: registered, valid one edge after the
         # group change, inside x_settle's window below (it was the write-back's critical path:
