@@ -67,7 +67,7 @@ class Accumulator(EnginePart):
     def elaborate(self, platform):
         m = Module()
         g, d = self.geom, self.desc
-        C, D = g.C, g.D
+        C = g.C
         co = attach_cursor(m, "cursor", self, self.seq)
         state = [Signal(AccState, name=f"acc{b}_state") for b in range(2)]
         wcount = [Signal(range(g.GROUP_BEATS + 1), name=f"acc{b}_wcount") for b in range(2)]
@@ -76,8 +76,8 @@ class Accumulator(EnginePart):
             m.d.comb += [self.state[b].eq(state[b]), self.wcount[b].eq(wcount[b]), self.rows_done[b].eq(rows_done[b])]
 
         # ---- collector: output beat -> (k-block, n-block of the group, row)
-        o_kb = Signal(D)
-        o_g = Signal(D)
+        o_kb = Signal(range(g.KB_MAX))
+        o_g = Signal(range(g.ACCD))
         o_i = Signal(range(g.m_block + 1))
         o_addr = Signal(range(g.ACCD))
         o_bank = Signal()

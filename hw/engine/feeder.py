@@ -72,12 +72,12 @@ class Feeder(EnginePart):
     def elaborate(self, platform):
         m = Module()
         g, d = self.geom, self.desc
-        R, w, D, NSUB, CPW = g.R, g.w, g.D, g.NSUB, g.CPW
+        R, w, NSUB, CPW = g.R, g.w, g.NSUB, g.CPW
         lgNSUB, lgCPW = lg(NSUB), lg(CPW)
         fd = attach_cursor(m, "cursor", self, self.seq)
-        f_kb = Signal(D)
-        f_rem = Signal(D + 1)                       # K - kb * R: elements of K from this k-block on
-        f_g = Signal(D)
+        f_kb = Signal(range(g.KB_MAX))
+        f_rem = Signal(range(g.K_MAX + 1))          # K - kb * R: elements of K from this k-block on
+        f_g = Signal(range(g.ACCD))
         f_i = Signal(range(g.m_block))              # row of the m-block, < mb
         f_word = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr + kb / CPW: the A bank word
         f_caddr = Signal(range(g.ACCD))             # g * mb + i: the group's entries fit a bank

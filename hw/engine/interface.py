@@ -117,7 +117,10 @@ class Geometry:
     (beats per row per pass of an m-block), ``SEQ_DEPTH`` (blocks in the sequencer's table), ``SQB``
     (block-index bits), ``MFIRST`` (rows of the first m-block before the A-bank limit),
     ``GROUP_BEATS`` (most MXU output beats of one group: ``ACCD`` entries, each written once per
-    k-block, for at most ceil(max K / R) k-blocks; the width of the K-chain's beat counts).
+    k-block, for at most ``KB_MAX`` k-blocks; the width of the K-chain's beat counts), ``K_MAX``
+    (largest K, :attr:`EngineConfig.max_k`), ``KB_MAX`` (most k-blocks, ceil(K_MAX / R)). A loop's
+    counter is as wide as its values: a k-block below ``KB_MAX``, an n-block of a group below
+    ``ACCD``.
     """
 
     R: int
@@ -143,6 +146,8 @@ class Geometry:
     SQB: int
     MFIRST: int
     GROUP_BEATS: int
+    K_MAX: int
+    KB_MAX: int
     m_block: int
     capacity: int
     is_int8: bool
@@ -162,7 +167,8 @@ class Geometry:
                    ACCD=cfg.acc_entries, A32=34, D=DIM_BITS, DEP_BEATS=dep,
                    MINM=minm, TAIL=max(minm, dep), QF=PASS_CHUNKS * NSUB, SEQ_DEPTH=seq_depth,
                    SQB=lg(seq_depth) + 1, MFIRST=min(cfg.first_block_rows, cfg.m_block),
-                   GROUP_BEATS=cfg.acc_entries * -(-cfg.max_k // R), m_block=cfg.m_block,
+                   GROUP_BEATS=cfg.acc_entries * -(-cfg.max_k // R), K_MAX=cfg.max_k, KB_MAX=-(-cfg.max_k // R),
+                   m_block=cfg.m_block,
                    capacity=cfg.hbm.capacity_bytes, is_int8=mc.fmt == "int8")
 
 
@@ -178,8 +184,8 @@ def descriptor_layout(g: Geometry) -> data.StructLayout:
     fields = {"m": g.D, "k": g.D, "n": g.D, "load_c": 1, "out_bf16": 1}
     fields.update({f"{x}_base": g.A32 for x in "abcd"})
     fields.update({f"{x}_stride": 32 for x in "abcd"})
-    fields.update({"kb": g.D, "nb": g.D, "rb": g.D, "wpr": g.D + 1, "mbmax": range(g.m_block + 1), "ramp": 1,
-                   "g": range(g.ACCD + 1), "ldb_r": g.A32 + 8, "ldb_r1": g.A32 + 8})
+    fields.update({"kb": range(g.KB_MAX + 1), "nb": g.D, "rb": g.D, "wpr": g.D + 1, "mbmax": range(g.m_block + 1),
+                   "ramp": 1, "g": range(g.ACCD + 1), "ldb_r": g.A32 + 8, "ldb_r1": g.A32 + 8})
     return data.StructLayout(fields)
 
 

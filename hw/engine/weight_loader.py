@@ -113,7 +113,8 @@ class WeightLoader(EnginePart):
                 m.d.comb += cur.next_group.eq(1)
 
         def counters(p):
-            return (Signal(D, name=f"{p}_kb"), Signal(D + 9, name=f"{p}_k0"), Signal(D, name=f"{p}_g"),
+            return (Signal(range(g.KB_MAX), name=f"{p}_kb"), Signal(D + 9, name=f"{p}_k0"),
+                    Signal(range(g.ACCD), name=f"{p}_g"),
                     Signal(D + 9, name=f"{p}_nbC"), Signal(range(R), name=f"{p}_r"))
 
         # ---- read side: one transfer per row segment (padding rows are skipped)
