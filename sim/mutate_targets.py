@@ -177,8 +177,9 @@ ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor"
 #: killed 4 more of the same 200 mutants; issuing a k-block 0 beat while the bank still loads C0 is
 #: still never reached alone); last, two m-blocks of 2^b + 1 n-blocks for b = 4 .. 9 (a loop's
 #: cursor compares the n-blocks left with the group size when it enters an m-block, and a bit b lost
-#: there leaves 1) and one-row m-blocks of K = 128 in groups of 16 n-blocks (the K chain's beat
-#: counts up to their width, ``GROUP_BEATS`` = 512 beats)
+#: there leaves 1), one-row m-blocks of K = 128 in groups of 16 n-blocks (the K chain's beat
+#: counts up to their width, ``GROUP_BEATS`` = 512 beats) and a one-row GEMM of 31 n-blocks, whose
+#: last group of 15 sets every bit of a group size below 16
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
                  (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),
@@ -187,7 +188,8 @@ ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9
                  (40, 3, 9, True, False, (0, 0, 160)), (3, 128, 3, True, True, (96, 96, 96)),
                  (9, 8, 40, False, False, (0, 192, 0)), (70, 4, 2, False, False, (192, 0, 64)),
                  (3, 18, 48, True, False, (64, 0, 224)), (1, 24, 5, False, False, (0, 0, 240)),
-                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4, 10)), (2, 128, 64, False, False))
+                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4, 10)), (2, 128, 64, False, False),
+                 (1, 4, 124, False, False))
 
 
 def engine_stress_config(**options):
