@@ -79,7 +79,7 @@ class Feeder(EnginePart):
         f_rem = Signal(range(g.K_MAX + 1))          # K - kb * R: elements of K from this k-block on
         f_g = Signal(range(g.ACCD))
         f_i = Signal(range(g.m_block))              # row of the m-block, < mb
-        f_word = Signal(range(g.ABUF_DEPTH + 1))   # i * wpr + kb / CPW: the A bank word
+        f_word = Signal(range(g.ABUF_DEPTH))       # i * wpr + kb / CPW: the A bank word (its read drops no bit)
         f_caddr = Signal(range(g.ACCD))             # g * mb + i: the group's entries fit a bank
         f_q1 = Signal(range(g.GROUP_BEATS))         # beats issued in this group after k-block 0
         f_abank = Signal()
