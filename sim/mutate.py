@@ -460,9 +460,10 @@ def part_command(prepped: Path, top: str, pattern: str, part_prepped: Path, part
 def campaign_key(target: Target, *, count: int, seed: int, simulator: str, test_seed: int, depth: int) -> dict:
     """What a campaign's verdicts depend on (the design, its configuration, the mutation list, the
     simulator, the regression's seed and names, the check's depth), as it reads back from
-    ``mutate.json``: a record with an equal key is resumed. (A configuration's tuples come back from
-    JSON as lists; compared unconverted, an engine campaign's key never equalled its own record and
-    every interrupted engine campaign started again from its first mutant.)"""
+    ``mutate.json``: a record with an equal key is resumed. A configuration's tuples (an engine's
+    GEMM shapes) come back from JSON as lists, so the key is returned in that form: compared
+    otherwise, a campaign would never equal its own record and would start again at its first
+    mutant."""
     key = {"block": target.block, "design": design_key(target), "config": target.config, "count": count,
            "seed": seed, "simulator": simulator, "test_seed": test_seed, "depth": depth,
            "runs": [r.name for r in target.runs]}
