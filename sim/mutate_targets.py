@@ -175,11 +175,14 @@ ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor"
 #: rates on the A, W, C ports): A, weights, C0 rows and the write-back's D writes arriving late, so
 #: that waits which the memory system's own pace never makes decide do (on the feeder's campaign it
 #: killed 4 more of the same 200 mutants; issuing a k-block 0 beat while the bank still loads C0 is
-#: still never reached alone); last, two m-blocks of 2^b + 1 n-blocks for b = 4 .. 9 (a loop's
-#: cursor compares the n-blocks left with the group size when it enters an m-block, and a bit b lost
-#: there leaves 1), one-row m-blocks of K = 128 in groups of 16 n-blocks (the K chain's beat
-#: counts up to their width, ``GROUP_BEATS`` = 512 beats) and a one-row GEMM of 31 n-blocks, whose
-#: last group of 15 sets every bit of a group size below 16
+#: still never reached alone); last, two m-blocks of 2^b + 1 n-blocks for b = 4 .. 8 and of 512
+#: n-blocks, the most ``dim_bits`` = 11 allows (a loop's cursor compares the n-blocks left with the
+#: group size when it enters an m-block, and a bit b lost there leaves 1 or 0), one-row m-blocks of
+#: K = 128 in groups of 16 n-blocks (the K chain's beat counts up to their width, ``GROUP_BEATS`` =
+#: 512 beats), a one-row GEMM of 31 n-blocks, whose last group of 15 sets every bit of a group size
+#: below 16, two m-blocks of 2^b + 1 n-blocks for b = 0 .. 3, and one row of K = 120 on 9 n-blocks
+#: (fewer beats per k-block than the array's latency: the K chain waits with 256 or more beats
+#: issued in the group, bit 8 of its count)
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
                  (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),
@@ -188,15 +191,17 @@ ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9
                  (40, 3, 9, True, False, (0, 0, 160)), (3, 128, 3, True, True, (96, 96, 96)),
                  (9, 8, 40, False, False, (0, 192, 0)), (70, 4, 2, False, False, (192, 0, 64)),
                  (3, 18, 48, True, False, (64, 0, 224)), (1, 24, 5, False, False, (0, 0, 240)),
-                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4, 10)), (2, 128, 64, False, False),
-                 (1, 4, 124, False, False))
+                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4, 9)), (9, 4, 2047, False, False),
+                 (2, 128, 64, False, False), (1, 4, 124, False, False),
+                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4)), (1, 120, 36, False, False))
 
 
 def engine_stress_config(**options):
     """The engine the ``engine`` mutation blocks mutate: the array of ``options`` (``rows``, ``cols``,
     ``fmt``, ``subnormals``, ``stages``; default 4x4 bf16) with the smallest buffers, so that every
     readiness rule binds: 8-row m-blocks, 16 accumulator entries, the smallest A buffer (a power of
-    two, >= 256 bytes) holding the longest K of :data:`ENGINE_SHAPES`; one pseudo-channel refreshing
+    two, >= 256 bytes) holding the longest K of :data:`ENGINE_SHAPES`, 11-bit dimensions (``dim_bits``:
+    N up to 2,047, so a test reaches every bit of an n-block count); one pseudo-channel refreshing
     every 400 cycles (tRFC 60 cycles, as the HBM stress configuration), so that the A, B and C0
     streams stall and the feeder and loaders wait on each other.
 
@@ -211,7 +216,8 @@ def engine_stress_config(**options):
     a_bytes = 256
     while True:
         cfg = EngineConfig.from_options(**{"rows": 4, "cols": 4, "fmt": "bf16", **options, "pseudo_channels": 1,
-                                           "m_block": 8, "acc_entries": 16, "a_buffer_bytes": a_bytes})
+                                           "m_block": 8, "acc_entries": 16, "a_buffer_bytes": a_bytes,
+                                           "dim_bits": 11})
         if cfg.max_k >= k:
             break
         a_bytes *= 2

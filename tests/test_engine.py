@@ -254,6 +254,10 @@ def test_bad_descriptors_set_error_and_return_to_idle():
 
 
 def test_engine_config_errors():
+    with pytest.raises(ValueError, match=r"^dim_bits must be an integer from 8 to 20; got 21$"):
+        EngineConfig(dim_bits=21)
+    with pytest.raises(TypeError, match=r"^dim_bits must be an integer from 8 to 20; got 12.0$"):
+        EngineConfig(dim_bits=12.0)
     with pytest.raises(ValueError, match=r"^rows must be a power of two from 1 to 256; got 3$"):
         EngineConfig(mxu=MXUConfig(rows=3, cols=4))
     with pytest.raises(ValueError, match=r"^acc_entries must be >= m_block = 128; got 64$"):

@@ -590,6 +590,36 @@ def test_range_check_sees_the_product_above_34_bits_and_ignores_c_without_load_c
 
 
 @pytest.mark.parametrize(
+    "dim,value,want",
+    [("M", 4095, 0), ("M", 4096, 2), ("N", 4095, 0), ("N", 4096, 2), ("K", 4095, 0), ("K", 4096, 2), ("N", 1 << 20, 2)],
+)
+def test_dim_bits_sets_the_largest_dimension(dim, value, want):
+    """With ``dim_bits`` = 12, 4,095 is the largest M, K or N (it passes every check to ``go``);
+    4,096 sets bit 12 and is DIM_TOO_LARGE (ERROR 2) at CHK1, CYCLES = 2, like any bit above the
+    width of the 32-bit register."""
+    cfg = EngineConfig(
+        mxu=MXUConfig(rows=2, cols=2, fmt="int8"), m_block=4, acc_entries=8, a_buffer_bytes=4096, dim_bits=12
+    )
+    assert (cfg.max_dim, cfg.max_k) == (4095, 4095)
+    regs = {
+        "M": 4,
+        "K": 32,
+        "N": 32,
+        "FLAGS": 0,
+        "A_BASE": 0,
+        "A_STRIDE": 4096,
+        "B_BASE": 1 << 24,
+        "B_STRIDE": 4096,
+        "C_BASE": 0,
+        "C_STRIDE": 0,
+        "D_BASE": 1 << 25,
+        "D_STRIDE": 16384,
+        dim: value,
+    }
+    assert _range_verdict(cfg, regs) == (want, None if want == 0 else 2)
+
+
+@pytest.mark.parametrize(
     "part",
     [
         DescriptorUnit,

@@ -62,7 +62,8 @@ def _check_array(rows, cols, stages=None) -> None:
 
 
 def _check_gemm(m, k, n, rows, cols) -> None:
-    """M, K, N integers from 1 to 2**20 - 1 (the engine's DIM_BITS = 20) and an array in range."""
+    """M, K, N integers from 1 to 2**20 - 1 (the engine's widest ``dim_bits``, 20) and an array in
+    range."""
     for name, value in (("M", m), ("K", k), ("N", n)):
         check_int(name, value, 1, (1 << 20) - 1)
     _check_array(rows, cols)
@@ -77,11 +78,15 @@ def check_engine_dims(m: int, k: int, n: int, config) -> None:
 
     Raises:
         TypeError: a dimension that is not an int.
-        ValueError: a dimension outside 1 .. 2**20 - 1 (``hw.engine.DIM_BITS``), or K above the
-            engine's MAX_K (``config.max_k``: one row of A must fit an A bank of
-            ``config.a_buffer_bytes`` bytes).
+        ValueError: a dimension outside 1 .. 2**dim_bits - 1 (``config.max_dim``, by default
+            2**20 - 1), or K above the engine's MAX_K (``config.max_k``: one row of A must fit an A
+            bank of ``config.a_buffer_bytes`` bytes).
     """
     _check_gemm(m, k, n, config.mxu.rows, config.mxu.cols)
+    for name, value in (("M", m), ("K", k), ("N", n)):
+        if value > config.max_dim:
+            raise ValueError(f"{name} = {value} is larger than the engine's largest dimension "
+                             f"2^{config.dim_bits} - 1 = {config.max_dim} (dim_bits = {config.dim_bits})")
     if k > config.max_k:
         raise ValueError(f"K = {k} is larger than the engine's MAX_K = {config.max_k} (one row of A must "
                          f"fit an A bank of a_buffer_bytes = {config.a_buffer_bytes} bytes, "
@@ -259,7 +264,7 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
     (:mod:`hw.engine.sequencer` and :mod:`hw.engine.descriptor`).
 
     Args:
-        m, k, n: the GEMM, each 1 .. 2**20 - 1 with K at most ``config.max_k``.
+        m, k, n: the GEMM, each 1 .. ``config.max_dim`` with K at most ``config.max_k``.
         config: a :class:`hw.engine.EngineConfig`.
 
     Returns:
@@ -272,7 +277,7 @@ def engine_blocking(m: int, k: int, n: int, config) -> dict:
 
     Raises:
         TypeError: a dimension that is not an int, ``config`` not an EngineConfig.
-        ValueError: a dimension outside 1 .. 2**20 - 1 or K > ``config.max_k``
+        ValueError: a dimension outside 1 .. ``config.max_dim`` or K > ``config.max_k``
             (:func:`check_engine_dims`), the engine's DIM_TOO_LARGE and ZERO_DIM errors.
     """
     from hw.engine import EngineConfig

@@ -107,8 +107,8 @@ def check_gemm(m: int, k: int, n: int, config, *, load_c: bool = False, out_bf16
 
     Raises:
         TypeError: a dimension that is not an int.
-        ValueError: M, K or N outside 1 .. 2**20 - 1; K above the engine's MAX_K; bf16 output with
-            int8; the matrices do not fit the memory (bytes needed and available named).
+        ValueError: M, K or N outside 1 .. ``config.max_dim`` (2**dim_bits - 1); K above the engine's
+            MAX_K; bf16 output with int8; the matrices do not fit the memory (bytes needed and available named).
     """
     from verif.cycles import check_engine_dims
 

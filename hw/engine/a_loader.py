@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -43,7 +43,7 @@ class ALoader(EnginePart):
         r: In(:func:`~hw.engine.interface.r_signature`): read data, in AR order (always ready).
         free: In(1), free_bank: In(1): the feeder is done with a bank (strobe).
         full: Out(2): bank b is loaded; store_bank: Out(1): the bank being stored; progress:
-            Out(D): beats of every row of ``store_bank`` stored so far.
+            Out(range(RB_MAX + 1)): beats of every row of ``store_bank`` stored so far.
         rd_addr: In(lg(ABUF_DEPTH) + 1) (bank in the top bit), rd_en: In(1), rd_data: Out(NSUB * 256):
             the feeder's read port (data one cycle after ``rd_en``).
 
@@ -57,7 +57,7 @@ class ALoader(EnginePart):
             "seq_read": Out(seq_port_signature(g)), "seq_store": Out(seq_port_signature(g)),
             "ar": Out(ar_signature(g)), "r": In(r_signature()),
             "free": In(1), "free_bank": In(1),
-            "full": Out(2), "store_bank": Out(1), "progress": Out(g.D),
+            "full": Out(2), "store_bank": Out(1), "progress": Out(range(g.RB_MAX + 1)),
             "rd_addr": In(lg(g.ABUF_DEPTH) + 1), "rd_en": In(1), "rd_data": Out(g.NSUB * BEAT_BYTES * 8),
         }
 
@@ -66,6 +66,7 @@ class ALoader(EnginePart):
         g, d = self.geom, self.desc
         D, NSUB, lgNSUB = g.D, g.NSUB, lg(g.NSUB)
         mbits = range(g.m_block + 1)
+        rbits = range(g.RB_MAX + 1)      # a beat of an A row, a row's beats
         busy = Signal(2)       # bank claimed by the read side, released by the feeder
         full = Signal(2)       # bank loaded
         m.d.comb += self.full.eq(full)
@@ -89,10 +90,10 @@ class ALoader(EnginePart):
             register, so a pass step reads no adder and compare of pb against the descriptor. Returns
             (the register, whether another pass follows: it is above 0, its value at a block's first
             pass, the next pass's beats min(q, left))."""
-            left = Signal(signed(D + 2), name=name)
+            left = Signal(range(-g.QF, g.RB_MAX + 1), name=name)
             more = Signal(name=name.replace("left", "more"))
             m.d.comb += more.eq(~left[-1] & left.any())
-            return left, more, d.rb - q, mux_min(q, left[:D + 1])
+            return left, more, d.rb - q, mux_min(q, left[:-1])
 
         # ---- read side: one transfer per row and pass
         ai = attach_cursor(m, "read_cursor", self, self.seq_read)
@@ -102,7 +103,7 @@ class ALoader(EnginePart):
         ai_bank = Signal()
         ai_addr = Signal(g.A32 + D)            # address of row i of the block, pass start
         ai_baddr = Signal(g.A32 + D)           # address of row 0 of the block
-        ai_pb = Signal(D)                      # first beat of the current pass
+        ai_pb = Signal(rbits)                  # first beat of the current pass
         # the request's address, ai_addr + ai_pb beats, kept in registers (row 0's in ai_preq) so the
         # splitter's burst arithmetic starts from a flip-flop, not from an adder
         ai_req = Signal(g.A32 + D)
@@ -111,7 +112,7 @@ class ALoader(EnginePart):
         # ai_pb takes next, so the descriptor compare and subtract are not in front of the splitter
         # (the engine's and the board's critical path ran desc.rb -> min -> splitter -> AR -> memory)
         ai_q, _ = pass_beats(ai_pb)
-        ai_beats = Signal(D)
+        ai_beats = Signal(rbits)
         ai_left, ai_more, ai_left_first, ai_next_beats = beats_left("ai_left", ai_q)
         # the row loop's end from registers (LoopEnd), so no ai_i -> +1 -> compare with the cursor's
         # mb chain sits in front of next_mblock and the cursor's registers
@@ -144,16 +145,16 @@ class ALoader(EnginePart):
         # ---- store side: beats -> A bank (same pass order)
         ac = attach_cursor(m, "store_cursor", self, self.seq_store)
         ac_i = Signal(mbits)
-        ac_j = Signal(D)                       # beat within the pass
-        ac_pb = Signal(D)
+        ac_j = Signal(rbits)                   # beat within the pass
+        ac_pb = Signal(rbits)
         ac_bank = Signal()
         ac_row = Signal(range(g.ABUF_DEPTH + 1))    # i * wpr
         fill = Signal()
-        prog = Signal(D)                       # beats of every row of bank ac_bank already stored
+        prog = Signal(rbits)                   # beats of every row of bank ac_bank already stored
         m.d.comb += [self.store_bank.eq(ac_bank), self.progress.eq(prog)]
         ac_q, _ = pass_beats(ac_pb)
         # as on the read side, and the row's beats in this pass less one (the row's end is an equality)
-        ac_last = Signal(D)
+        ac_last = Signal(rbits)
         ac_left, ac_more, ac_left_first, ac_next_beats = beats_left("ac_left", ac_q)
         first_pass = [ac_last.eq(pass_beats(0)[1] - 1), ac_left.eq(ac_left_first)]
         with m.If(self.go):

@@ -11,7 +11,7 @@ from ..mxu import MXUConfig
 
 __all__ = ["BEAT_BYTES", "DIM_BITS", "ENGINE_ADDRESS_MAPPING", "ERRORS", "FMT_CODES", "PASS_CHUNKS", "EngineConfig"]
 
-DIM_BITS = 20  #: M, K, N are 1 .. 2**20 - 1
+DIM_BITS = 20  #: default width of M, K, N (``EngineConfig.dim_bits``): 1 .. 2**20 - 1
 #: Default address mapping of the engine's memory: the pseudo-channel is the lowest field above the
 #: burst offset, so consecutive 32 B bursts alternate pseudo-channels and one sequential stream (an A
 #: row, a result row) uses every pseudo-channel at once; the columns above it keep each channel's
@@ -28,7 +28,8 @@ PASS_CHUNKS = 2
 ERRORS = {
     0: ("NONE", "no error"),
     1: ("ZERO_DIM", "M, K or N is 0"),
-    2: ("DIM_TOO_LARGE", "M, K or N >= 2^20, or K > MAX_K (one row of A must fit an A bank)"),
+    2: ("DIM_TOO_LARGE", "M, K or N >= 2^dim_bits (default 2^20), or K > MAX_K (one row of A must fit an "
+                          "A bank)"),
     3: ("FORMAT", "FLAGS.OUT_BF16 with the int8 format (int8 results are int32)"),
     4: ("ALIGN", "a base address or row stride in use is not a multiple of 32 bytes"),
     5: ("STRIDE", "a row stride is smaller than the row it must hold"),
@@ -57,6 +58,9 @@ class EngineConfig:
         acc_entries: accumulator entries per bank (two banks), each C x 32 bits; a power of two
             >= m_block (default 512).
         rob_depth: read reorder-buffer beats per AXI port in the HBM controller (default 64).
+        dim_bits: width of M, K and N, 8..20 (default :data:`DIM_BITS` = 20): each is 1 ..
+            2**dim_bits - 1 (a larger one is the DIM_TOO_LARGE error); every loop counter, row and
+            n-block count of the engine is sized by it, so a narrower engine is smaller.
 
     Raises:
         TypeError: a parameter of the wrong type (``mxu`` not an MXUConfig, a float for an integer).
@@ -71,6 +75,7 @@ class EngineConfig:
     a_buffer_bytes: int = 32768
     acc_entries: int = 512
     rob_depth: int = 64
+    dim_bits: int = DIM_BITS
 
     def __post_init__(self):
         if not isinstance(self.mxu, MXUConfig):
@@ -90,6 +95,7 @@ class EngineConfig:
         row_bytes = max(BEAT_BYTES, self.mxu.rows * self.operand_bytes)
         check_pow2("a_buffer_bytes", self.a_buffer_bytes, row_bytes, 1 << 26)
         check_pow2("rob_depth", self.rob_depth, 2, 256)
+        check_int("dim_bits", self.dim_bits, 8, DIM_BITS)
 
     @property
     def operand_bytes(self) -> int:
@@ -105,9 +111,14 @@ class EngineConfig:
         return max(2 * self.mxu.rows + self.mxu.cols - 1, self.mxu.latency_cycles + 2)
 
     @property
+    def max_dim(self) -> int:
+        """Largest M, K or N: 2**dim_bits - 1."""
+        return (1 << self.dim_bits) - 1
+
+    @property
     def max_k(self) -> int:
-        """Largest K: one row of A fills an A bank."""
-        return min((1 << DIM_BITS) - 1, self.a_buffer_bytes // self.operand_bytes)
+        """Largest K: one row of A fills an A bank (and at most :attr:`max_dim`)."""
+        return min(self.max_dim, self.a_buffer_bytes // self.operand_bytes)
 
     @property
     def config_word(self) -> int:
@@ -144,7 +155,7 @@ class EngineConfig:
     def as_dict(self) -> dict:
         return {"mxu": self.mxu.as_dict(), "hbm": self.hbm.as_dict(), "m_block": self.m_block, "m_first": self.m_first,
                 "a_buffer_bytes": self.a_buffer_bytes, "acc_entries": self.acc_entries,
-                "rob_depth": self.rob_depth}
+                "rob_depth": self.rob_depth, "dim_bits": self.dim_bits}
 
     @classmethod
     def from_dict(cls, d: dict) -> EngineConfig:

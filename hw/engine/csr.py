@@ -41,9 +41,10 @@ REGISTERS: tuple[Reg, ...] = (
     Reg("STATUS", 0x0C, "RW1C", 0, "[0] BUSY (RO); [1] DONE (write 1 to clear; clears `irq`); "
         "[7:4] ERROR code of the last start (RO, 0 = none, see the error table); [8] BUS_ERROR (RO): "
         "a memory access of the last run got SLVERR"),
-    Reg("M", 0x10, "RW", 0, "[19:0] rows of A and of the result, 1 .. 2^20 - 1"),
+    Reg("M", 0x10, "RW", 0, "[19:0] rows of A and of the result, 1 .. 2^dim_bits - 1 (dim_bits: 8..20, "
+        "default 20; a bit at or above dim_bits is the DIM_TOO_LARGE error)"),
     Reg("K", 0x14, "RW", 0, "[19:0] columns of A = rows of B, 1 .. K_MAX (register MAX_K)"),
-    Reg("N", 0x18, "RW", 0, "[19:0] columns of B and of the result, 1 .. 2^20 - 1"),
+    Reg("N", 0x18, "RW", 0, "[19:0] columns of B and of the result, 1 .. 2^dim_bits - 1"),
     Reg("FLAGS", 0x1C, "RW", 0, "[0] LOAD_C: start from the matrix at C_BASE (else +0); "
         "[1] OUT_BF16: write the result as bf16, rounded once (RNE), instead of fp32 (not for int8)"),
     Reg("A_BASE", 0x20, "RW", 0, "byte address of A[0][0] (M x K, row-major, input format), 32 B aligned"),

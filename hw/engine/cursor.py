@@ -21,14 +21,14 @@ class BlockCursor(EnginePart):
     Ports:
         seq: Out(:func:`~hw.engine.interface.seq_port_signature`): to the sequencer (``counted`` is
             driven from the ``counted`` input).
-        nb: In, n-blocks of the GEMM (descriptor ``nb``).
+        nb: In(range(NB_MAX + 1)), n-blocks of the GEMM (descriptor ``nb``).
         prep: In(1), strobe: back to block 0 (with the sequencer's ``prep``).
         go: In(1), strobe: first group, ``fin`` cleared (the loops start).
         counted: In(1): the loop holds the sequencer back.
         next_group: In(1), strobe: the loop finished its group (next group or m-block; ``fin`` after
             the last group of the last m-block).
         next_mblock: In(1), strobe: the loop finished its m-block (``fin`` after the last m-block).
-        mb: Out, rows of the m-block; nb0: Out, first n-block of the group; gc: Out, n-blocks in the
+        mb: Out, rows of the m-block; nb0: Out(range(NB_MAX + 1)), first n-block of the group; gc: Out, n-blocks in the
             group; mb_one, gc_one: Out(1), ``mb == 1`` and ``gc == 1`` (for
             :class:`~hw.engine.interface.LoopEnd`); last_mblock, last_group: Out(1); ok: Out(1), the
             m-block is in the table; fin: Out(1), the loop is done with the GEMM. A step taken in the
@@ -42,9 +42,9 @@ class BlockCursor(EnginePart):
 
     def members(self, g: Geometry) -> dict:
         return {
-            "seq": Out(seq_port_signature(g)), "nb": In(g.D),
+            "seq": Out(seq_port_signature(g)), "nb": In(range(g.NB_MAX + 1)),
             "prep": In(1), "go": In(1), "counted": In(1), "next_group": In(1), "next_mblock": In(1),
-            "mb": Out(range(g.m_block + 1)), "nb0": Out(g.D), "gc": Out(range(g.ACCD + 1)),
+            "mb": Out(range(g.m_block + 1)), "nb0": Out(range(g.NB_MAX + 1)), "gc": Out(range(g.ACCD + 1)),
             "mb_one": Out(1), "gc_one": Out(1),
             "last_mblock": Out(1), "last_group": Out(1), "ok": Out(1), "fin": Out(1),
         }
@@ -53,9 +53,9 @@ class BlockCursor(EnginePart):
         m = Module()
         g, s = self.geom, self.seq
         idx = Signal(g.SQB)
-        nb0 = Signal(g.D)
-        remn = Signal(g.D)                 # n-blocks from nb0 to the end
-        after = Signal(g.D)                # n-blocks after this group (remn - gc, unless the last group)
+        nb0 = Signal.like(self.nb0)
+        remn = Signal.like(self.nb)        # n-blocks from nb0 to the end
+        after = Signal.like(self.nb)       # n-blocks after this group (remn - gc, unless the last group)
         fin = Signal()
         # the outputs are registers, loaded with the values of the state after each edge: candidates
         # from registers and the two table entries (each with its group size), chosen by the steps

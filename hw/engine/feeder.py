@@ -35,7 +35,7 @@ class Feeder(EnginePart):
     Ports:
         desc: In(descriptor_layout); run, go, prep: In(1).
         seq: Out(seq_port_signature): the feeder's m-block lookup.
-        a_full: In(2), a_store_bank: In(1), a_progress: In(D): from the A loader.
+        a_full: In(2), a_store_bank: In(1), a_progress: In(range(RB_MAX + 1)): from the A loader.
         a_rd_addr: Out(lg(ABUF_DEPTH) + 1), a_rd_en: Out(1), a_rd_data: In(NSUB * 256): A bank read.
         acc_state: In(ArrayLayout(AccState, 2)), wcount: In(ArrayLayout(range(GROUP_BEATS + 1), 2)): the banks;
         acc_wr: In(2): the collector writes bank b in this cycle (its ``wcount`` is one higher after
@@ -59,7 +59,7 @@ class Feeder(EnginePart):
         return {
             **loop_control(g),
             "seq": Out(seq_port_signature(g)),
-            "a_full": In(2), "a_store_bank": In(1), "a_progress": In(g.D),
+            "a_full": In(2), "a_store_bank": In(1), "a_progress": In(range(g.RB_MAX + 1)),
             "a_rd_addr": Out(lg(g.ABUF_DEPTH) + 1), "a_rd_en": Out(1), "a_rd_data": In(g.NSUB * BEAT_BYTES * 8),
             "acc_state": In(data.ArrayLayout(AccState, 2)), "wcount": In(data.ArrayLayout(range(g.GROUP_BEATS + 1), 2)),
             "acc_wr": In(2),

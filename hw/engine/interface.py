@@ -16,7 +16,7 @@ from amaranth.hdl import Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import BEAT_BYTES, DIM_BITS, PASS_CHUNKS, EngineConfig
+from .config import BEAT_BYTES, PASS_CHUNKS, EngineConfig
 
 __all__ = ["AccState", "EnginePart", "Geometry", "LoopEnd", "Why", "ar_signature", "check_engine_config",
            "descriptor_layout", "lg", "loop_control", "mux_min", "result_bytes", "r_signature", "seq_port_signature"]
@@ -111,16 +111,18 @@ class Geometry:
     (A chunks per beat), ``WS`` (beats per weight row), ``WPART`` (weight rows per beat), ``CS``
     (beats per fp32 accumulator entry), ``CPART`` (entries per beat), ``ABUF_DEPTH`` (words of
     ``NSUB`` beats per A bank), ``ACCD`` (accumulator entries per bank), ``A32`` (internal
-    byte-address bits, 34), ``D`` (dimension bits), ``DEP_BEATS`` (K-chain distance
+    byte-address bits, 34), ``D`` (dimension bits, :attr:`EngineConfig.dim_bits`), ``DEP_BEATS`` (K-chain distance
     that never stalls the feeder: array latency + 16 beats), ``MINM`` (2R + C - 1: the
     shortest m-block whose tiles run back to back), ``TAIL`` (rows of a cut last m-block), ``QF``
     (beats per row per pass of an m-block), ``SEQ_DEPTH`` (blocks in the sequencer's table), ``SQB``
     (block-index bits), ``MFIRST`` (rows of the first m-block before the A-bank limit),
     ``GROUP_BEATS`` (most MXU output beats of one group: ``ACCD`` entries, each written once per
     k-block, for at most ``KB_MAX`` k-blocks; the width of the K-chain's beat counts), ``K_MAX``
-    (largest K, :attr:`EngineConfig.max_k`), ``KB_MAX`` (most k-blocks, ceil(K_MAX / R)). A loop's
-    counter is as wide as its values: a k-block below ``KB_MAX``, an n-block of a group below
-    ``ACCD``.
+    (largest K, :attr:`EngineConfig.max_k`), ``KB_MAX`` (most k-blocks, ceil(K_MAX / R)), ``NB_MAX``
+    (most n-blocks, ceil((2**D - 1) / C)), ``RB_MAX`` (most beats per A row, ceil(K_MAX * ob / 32)).
+    A loop's counter is as wide as its values: a k-block below ``KB_MAX``, an n-block of a group
+    below ``ACCD``, an n-block of the GEMM at most ``NB_MAX``, a beat of an A row at most
+    ``RB_MAX``.
     """
 
     R: int
@@ -148,6 +150,8 @@ class Geometry:
     GROUP_BEATS: int
     K_MAX: int
     KB_MAX: int
+    NB_MAX: int
+    RB_MAX: int
     m_block: int
     capacity: int
     is_int8: bool
@@ -164,10 +168,11 @@ class Geometry:
         return cls(R=R, C=C, w=w, ob=ob, E=BB // ob, NSUB=NSUB, CPW=max(1, BB // (R * ob)),
                    WS=max(1, C * ob // BB), WPART=max(1, BB // (C * ob)), CS=max(1, C * 4 // BB),
                    CPART=max(1, BB // (C * 4)), ABUF_DEPTH=cfg.a_buffer_bytes // (BB * NSUB),
-                   ACCD=cfg.acc_entries, A32=34, D=DIM_BITS, DEP_BEATS=dep,
+                   ACCD=cfg.acc_entries, A32=34, D=cfg.dim_bits, DEP_BEATS=dep,
                    MINM=minm, TAIL=max(minm, dep), QF=PASS_CHUNKS * NSUB, SEQ_DEPTH=seq_depth,
                    SQB=lg(seq_depth) + 1, MFIRST=min(cfg.first_block_rows, cfg.m_block),
                    GROUP_BEATS=cfg.acc_entries * -(-cfg.max_k // R), K_MAX=cfg.max_k, KB_MAX=-(-cfg.max_k // R),
+                   NB_MAX=-(-cfg.max_dim // C), RB_MAX=-(-cfg.max_k * ob // BB),
                    m_block=cfg.m_block,
                    capacity=cfg.hbm.capacity_bytes, is_int8=mc.fmt == "int8")
 
@@ -184,8 +189,9 @@ def descriptor_layout(g: Geometry) -> data.StructLayout:
     fields = {"m": g.D, "k": g.D, "n": g.D, "load_c": 1, "out_bf16": 1}
     fields.update({f"{x}_base": g.A32 for x in "abcd"})
     fields.update({f"{x}_stride": 32 for x in "abcd"})
-    fields.update({"kb": range(g.KB_MAX + 1), "nb": g.D, "rb": g.D, "wpr": g.D + 1, "mbmax": range(g.m_block + 1),
-                   "ramp": 1, "g": range(g.ACCD + 1), "ldb_r": g.A32 + 8, "ldb_r1": g.A32 + 8})
+    fields.update({"kb": range(g.KB_MAX + 1), "nb": range(g.NB_MAX + 1), "rb": range(g.RB_MAX + 1), "wpr": g.D + 1,
+                   "mbmax": range(g.m_block + 1), "ramp": 1, "g": range(g.ACCD + 1), "ldb_r": g.A32 + 8,
+                   "ldb_r1": g.A32 + 8})
     return data.StructLayout(fields)
 
 
