@@ -54,6 +54,8 @@ class GemmResult:
         perf_wait_dep, perf_drain; cycles minus their sum is the set-up).
     status: the raw STATUS register after the run: 0b10 (DONE) on success; bits [7:4] hold the
         ERROR code (``hw.engine.ERRORS``) and bit 8 BUS_ERROR.
+    readback: for a register job with ``"readback"``, every register's word after the run
+        (``verif.tb.base.READBACK_OFFSETS``), else None.
     """
     result: np.ndarray
     bits: np.ndarray
@@ -62,6 +64,7 @@ class GemmResult:
     sim_cycles: int = 0
     clobbered_bytes: int = 0
     perf: dict = field(default_factory=dict)
+    readback: tuple | None = None
 
 
 def random_jobs(fmt: str, shapes, seed: int) -> list[GemmJob]:
@@ -178,7 +181,8 @@ def sim_top_verilog(cfg, stored_rows: int, device_hbm=None) -> Path:
 
 def stored_rows_for(specs: list[dict], cfg) -> int:
     """Rows per bank the HDL device model must store for ``specs`` laid out one after another from
-    0x1000 (as the testbenches do): a power of two, at least 256 (so most runs share one build)."""
+    0x1000 (as the testbenches do): a power of two, at least 256 (so most runs share one build) or
+    every row of a smaller memory."""
     from verif.gemm_host import layout
 
     end = 0x1000
@@ -187,7 +191,7 @@ def stored_rows_for(specs: list[dict], cfg) -> int:
             end = layout(s["m"], s["k"], s["n"], cfg.mxu.operand_bits // 8, 2 if s["out_bf16"] else 4, s["load_c"],
                          pad_bytes=s["pad_bytes"], start=end).end
     per_row = cfg.hbm.capacity_bytes // cfg.hbm.rows  # bytes of all banks and channels at one row index
-    rows = 256
+    rows = min(256, cfg.hbm.rows)
     while rows * per_row < end and rows < cfg.hbm.rows:
         rows *= 2
     return rows
@@ -239,8 +243,9 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         sim: "verilator" or "icarus".
         waves: write an FST/VCD waveform there.
         progress: show a progress bar (tqdm) on stderr; None (default): when stderr is a terminal.
-        raw_jobs: instead of ``jobs``, hand-made register writes ``[{"writes": [(offset, value), ...]}]``
-            (tests of the descriptor checks); results then have empty arrays and the STATUS. With
+        raw_jobs: hand-made register writes ``[{"writes": [(offset, value), ...]}]`` (tests of the
+            descriptor checks), run after ``jobs`` in the same simulation; their results have empty
+            arrays, the STATUS, CYCLES and counters. With
             ``memory="hdl"`` also ``{"kind": "backdoor", "seed": s}``: a backdoor round trip (its
             count of bursts that did not read back is in ``run_info["backdoor"]``).
         pad_bytes: extra bytes (multiple of 32) at the end of every matrix row in memory.
@@ -289,14 +294,12 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
     if device_hbm is not None and memory != "hdl":
         raise ValueError("device_hbm needs memory='hdl' (the Python device model checks the controller's own rules)")
     fmt = cfg.mxu.fmt
+    specs, arrays = bench_jobs(jobs, fmt, pad_bytes)
     if raw_jobs is not None:
-        specs = [dict(rj) if "kind" in rj else {"kind": "regs", "writes": [list(w) for w in rj["writes"]]}
-                 for rj in raw_jobs]
-        arrays = {}
+        specs += [dict(rj) if "kind" in rj else {"kind": "regs", **rj, "writes": [list(w) for w in rj["writes"]]}
+                  for rj in raw_jobs]
         if memory != "hdl" and any(sp["kind"] == "backdoor" for sp in specs):
             raise ValueError("a backdoor job needs memory='hdl' (it round-trips the HDL device model's storage)")
-    else:
-        specs, arrays = bench_jobs(jobs, fmt, pad_bytes)
     if memory != "hdl" and any(any(sp.get("stall", ())) for sp in specs):
         raise ValueError("a job with stall needs memory='hdl' (the back-pressure is in the HDL memory system)")
     if timeout_cycles is None:
@@ -372,8 +375,10 @@ def run_gemms(jobs: list[GemmJob], config=None, *, sim: str = "verilator",
         else:
             value = bits.view(np.int32 if fmt == "int8" else np.float32)
         perf = {name.lower(): int(out[f"{name.lower()}{j}"]) for name in PERF_COUNTERS}
+        rb = out.get(f"readback{j}")
         results.append(GemmResult(value, bits, int(out[f"cycles{j}"]), status, int(out[f"sim_cycles{j}"]),
-                                  int(out.get(f"clobbered{j}", 0)), perf))
+                                  int(out.get(f"clobbered{j}", 0)), perf,
+                                  None if rb is None else tuple(int(x) for x in rb)))
     info = {"sim_cycles": int(out["total_cycles"]), "wall_s": time.perf_counter() - t0, "build_s": res.build_s,
             "test_s": res.test_s, "sim_wall_s": float(out["wall_s"]), "cached_build": res.cached_build}
     info["cycles_per_s"] = info["sim_cycles"] / max(1e-9, info["sim_wall_s"])

@@ -182,7 +182,8 @@ ENGINE_COMPONENTS = ("a_loader", "accumulator", "c0_loader", "csr", "descriptor"
 #: 512 beats), a one-row GEMM of 31 n-blocks, whose last group of 15 sets every bit of a group size
 #: below 16, two m-blocks of 2^b + 1 n-blocks for b = 0 .. 3, and one row of K = 120 on 9 n-blocks
 #: (fewer beats per k-block than the array's latency: the K chain waits with 256 or more beats
-#: issued in the group, bit 8 of its count)
+#: issued in the group, bit 8 of its count) and 2,047 rows (256 m-blocks: every bit of a row count).
+#: :func:`engine_register_jobs` follow them.
 ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9, False, True),
                  (40, 3, 9, True, False), (1, 24, 5, False, False), (70, 4, 2, False, False),
                  (3, 128, 3, True, True), (3, 18, 48, True, False), (1, 4, 1024, False, False),
@@ -193,7 +194,73 @@ ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9
                  (3, 18, 48, True, False, (64, 0, 224)), (1, 24, 5, False, False, (0, 0, 240)),
                  *((9, 4, 4 * (2**b + 1), False, False) for b in range(4, 9)), (9, 4, 2047, False, False),
                  (2, 128, 64, False, False), (1, 4, 124, False, False),
-                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4)), (1, 120, 36, False, False))
+                 *((9, 4, 4 * (2**b + 1), False, False) for b in range(4)), (1, 120, 36, False, False),
+                 (2047, 4, 4, False, False))
+
+
+def engine_register_jobs(cfg) -> list[tuple[str, list[list[int]], bool, int]]:
+    """The engine regression's register jobs, run after :data:`ENGINE_SHAPES`: each a descriptor
+    near a 3 x 16 x 16 GEMM with C0 whose strides are exactly the shortest allowed, changed in one
+    place, so every check of the descriptor unit decides alone both ways (ZERO_DIM, DIM_TOO_LARGE
+    at bit ``dim_bits`` and at ``max_k`` + 1, each base and stride bit below 32 misaligned, each
+    stride one element short, each matrix ending on the memory's last byte and 32 bytes past it,
+    the RANGE pipeline's high partial products, C's checks only with LOAD_C, bf16 results' shorter
+    rows), partial AXI4-Lite write strobes (one byte, two bytes of a register) and read-backs of the
+    whole register map. Returns ``(name, writes, readback, ERROR code)`` per job: ``writes`` only
+    the registers that differ from the job before (the register block keeps them), ``[offset, value]``
+    or ``[offset, value, bytes]``; the code is what the original design must report (checked when
+    the target is made).
+
+    ``cfg`` must be :func:`engine_stress_config`'s (its memory is stored whole by the device model,
+    so a matrix at the memory's end is a legal GEMM).
+    """
+    from hw.engine import REG
+    from verif.gemm_host import layout, register_writes
+
+    ob, cap, top = cfg.operand_bytes, cfg.hbm.capacity_bytes, 1 << cfg.dim_bits
+    m, k, n = 3, 16, 16
+    lay = layout(m, k, n, ob, 4, True, start=0x1000)
+    off_of = {off: name for name, r in REG.items() for off in [r.offset]}
+    base = {off_of[o]: v for o, v in register_writes(m, k, n, lay, load_c=True, out_bf16=False)}
+    rows = {"A": m, "B": k, "C": m, "D": m}
+    rowb = {"A": k * ob, "B": n * ob, "C": 4 * n, "D": 4 * n}
+    cases: list[tuple[str, dict, int]] = [("base", {}, 0)]
+    cases += [(f"zero_{d}", {d: 0}, 1) for d in "MKN"]
+    cases += [("zero_before_too_large", {"M": 0, "N": top}, 1)]
+    cases += [(f"{d}_bit_{cfg.dim_bits}", {d: top, **({"A_STRIDE": 1 << 13} if d == "K" else {})}, 2) for d in "MKN"]
+    cases += [("K_max", {"K": cfg.max_k, "A_STRIDE": cfg.max_k * ob}, 0),
+              ("K_max_plus_1", {"K": cfg.max_k + 1, "A_STRIDE": 2 * cfg.max_k * ob}, 2),
+              ("M_bit_31", {"M": 1 << 31}, 2)]
+    cases += [(f"{x}_{kind}_bit_{b}", {f"{x}_{kind}": base[f"{x}_{kind}"] + (1 << b)}, 4)
+              for x in "ABCD" for kind in ("BASE", "STRIDE") for b in range(5)]
+    cases += [("C_misaligned_without_load_c", {"FLAGS": 0, "C_BASE": base["C_BASE"] + 8, "C_STRIDE": 8}, 0),
+              ("A_short", {"K": k + 1}, 5), ("B_short", {"N": n + 1, "C_STRIDE": 128, "D_STRIDE": 128}, 5),
+              ("C_short", {"C_STRIDE": 4 * n - 32}, 5), ("C_short_without_load_c", {"FLAGS": 0, "C_STRIDE": 32}, 0),
+              ("D_short", {"D_STRIDE": 4 * n - 32}, 5), ("D_bf16", {"FLAGS": 3, "D_STRIDE": 2 * n}, 0)]
+    for x in "ABCD":
+        at_end = cap - (rows[x] - 1) * base[f"{x}_STRIDE"] - rowb[x]
+        cases += [(f"{x}_at_end", {f"{x}_BASE": at_end}, 0), (f"{x}_past_end", {f"{x}_BASE": at_end + 32}, 6)]
+    cases += [("A_stride_bit_17", {"A_STRIDE": 1 << 17}, 0),
+              ("A_stride_past_end", {"A_STRIDE": cap // 2}, 6),
+              ("C_stride_bit_31_without_load_c", {"FLAGS": 0, "C_STRIDE": 0xFFFFFFE0}, 0),
+              ("C_stride_bit_31", {"C_STRIDE": 0xFFFFFFE0}, 6),
+              ("D_base_bit_31", {"D_BASE": 0x80000000}, 6)]
+    # partial write strobes, from the base descriptor: M = 0x0403, then its byte 1 cleared (M = 3);
+    # K's byte 2 set (K = 0x10010: too large); K again 16 and N's bytes 2 and 3 written (N = 0x01000010)
+    M, K, N = (REG[r].offset for r in "MKN")
+    strobes = [("M_byte_1", [[M, 0x0403], [M + 1, 0, 1]], 0), ("K_byte_2", [[K + 2, 1, 1]], 2),
+               ("N_bytes_2_3", [[K, k], [N + 2, 0x0100, 2]], 2)]
+    jobs, state = [], {}
+    for name, change, code in [*cases, *(("restore", {}, None),)]:
+        want = {**base, **change}
+        writes = [[REG[r].offset, v] for r, v in want.items() if state.get(r) != v]
+        if code is None:  # the strobe jobs, the first with the writes that restore the base descriptor
+            jobs += [(sname, (writes if i == 0 else []) + sw, True, scode)
+                     for i, (sname, sw, scode) in enumerate(strobes)]
+        else:
+            jobs.append((name, writes, False, code))
+        state = want
+    return jobs
 
 
 def engine_stress_config(**options):
@@ -203,7 +270,8 @@ def engine_stress_config(**options):
     two, >= 256 bytes) holding the longest K of :data:`ENGINE_SHAPES`, 11-bit dimensions (``dim_bits``:
     N up to 2,047, so a test reaches every bit of an n-block count); one pseudo-channel refreshing
     every 400 cycles (tRFC 60 cycles, as the HBM stress configuration), so that the A, B and C0
-    streams stall and the feeder and loaders wait on each other.
+    streams stall and the feeder and loaders wait on each other; 64 rows per bank (1 MiB, all of it
+    stored by the device model, so :func:`engine_register_jobs` can place a matrix on its last byte).
 
     Raises:
         TypeError, ValueError: a bad option (:meth:`hw.engine.EngineConfig.from_options`).
@@ -222,7 +290,7 @@ def engine_stress_config(**options):
             break
         a_bytes *= 2
     timing = replace(cfg.hbm.timing, tRFC=60, tREFI=400)
-    return replace(cfg, hbm=replace(cfg.hbm, timing=timing))
+    return replace(cfg, hbm=replace(cfg.hbm, timing=timing, rows=64))
 
 
 def _engine_component(name: str):
@@ -268,16 +336,22 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
         jobs[j] = dataclasses.replace(jobs[j], c=c, out="bf16" if bf16_out and fmt != "int8" else "fp32",
                                       stall=stall[0] if stall else (0, 0, 0))
     specs, arrays = bench_jobs(jobs, fmt)
+    regs = engine_register_jobs(cfg)
+    raw = [{"kind": "regs", "writes": w, "readback": rb} for _, w, rb, _ in regs]
+    specs += raw
     stored_rows = stored_rows_for(specs, cfg)
     key = hashlib.sha256(repr((cfg, specs, FILL)).encode() + b"".join(arrays[k].tobytes() for k in sorted(arrays)))
     home = build_root() / "mutation-engine" / key.hexdigest()[:16]  # the hardware, the operands, the fill
     home.mkdir(parents=True, exist_ok=True)
     expect = home / "expect.json"
     if not expect.is_file():  # the original design, checked against the golden model once
-        results, _ = run_gemms(jobs, cfg, memory="hdl", progress=False)
-        check_bitexact(jobs, results, cfg)
-        expect.write_text(json.dumps([{"status": r.status, "cycles": r.cycles, "perf": r.perf, "bits": _digest(r.bits)}
-                                      for r in results]))
+        results, _ = run_gemms(jobs, cfg, memory="hdl", progress=False, raw_jobs=raw)
+        check_bitexact(jobs, results[:len(jobs)], cfg)
+        for (what, _, _, code), r in zip(regs, results[len(jobs):], strict=True):
+            if r.status >> 4 & 0xF != code:
+                raise RuntimeError(f"register job {what}: STATUS {r.status:#x}, want ERROR {code}")
+        expect.write_text(json.dumps([{"status": r.status, "cycles": r.cycles, "perf": r.perf, "bits": _digest(r.bits),
+                                       "readback": r.readback} for r in results]))
     np.savez(home / "jobs.npz", **arrays)
     conf = GemmTbConfig(engine=cfg, jobs=specs, out_npz="{scratch}/out.npz", jobs_npz=str(home / "jobs.npz"),
                         timeout_cycles=default_timeout(specs, cfg), stored_rows=stored_rows)
@@ -304,7 +378,7 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
     return Target(f"engine-{name.replace('_', '-')}" if name else "engine", module, design,
                   (TestRun("gemms", "verif.tb.gemm_fast_tb", env, check="sim.mutate_targets:check_gemms"),),
                   config={**cfg.as_dict(), "shapes": [list(s) for s in ENGINE_SHAPES],
-                          "gemms": len(ENGINE_SHAPES)},
+                          "gemms": len(ENGINE_SHAPES), "register_jobs": [r[0] for r in regs]},
                   sim_top="gemm_sim", context=context)
 
 
@@ -342,10 +416,12 @@ def check_gemms(env: dict[str, str], scratch: Path) -> str | None:
     for j, w in enumerate(want):
         bits = out.get(f"d{j}")
         got = {"bits": None if bits is None else _digest(bits), "status": int(out[f"status{j}"]),
-               "cycles": int(out[f"cycles{j}"]), "perf": {k: int(out[f"{k}{j}"]) for k in w["perf"]}}
-        for key in ("bits", "status", "cycles", "perf"):
-            if got[key] != w[key]:
-                return f"GEMM {j}: {key} " + ("differ" if key == "bits" else f"{got[key]} instead of {w[key]}")
+               "cycles": int(out[f"cycles{j}"]), "perf": {k: int(out[f"{k}{j}"]) for k in w["perf"]},
+               "readback": [int(x) for x in out[f"readback{j}"]] if f"readback{j}" in out else None}
+        for key in ("bits", "status", "cycles", "perf", "readback"):
+            if got[key] != w.get(key):
+                return f"GEMM {j}: {key} " + ("differ" if key in ("bits", "readback") else
+                                              f"{got[key]} instead of {w[key]}")
     return None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hw.engine import REG, EngineConfig
+from hw.engine import ENGINE_ID, PERF_COUNTERS, REG, REGISTERS, EngineConfig
 from sim.gemm import GemmJob, run_gemms
 from verif import checked
 from verif.golden import matmul, to_format
@@ -63,10 +63,31 @@ def test_bad_descriptor_through_the_register_port(simulator):
     raw = [
         {"writes": [(REG[k].offset, v) for k, v in dict(base, N=0).items()]},
         {"writes": [(REG[k].offset, v) for k, v in dict(base, D_BASE=(1 << 28) - 32).items()]},
+        # the good descriptor again, M written as 0x0502 and then its byte 1 alone (a one-byte
+        # write strobe): M = 2; then every register read back
+        {
+            "writes": [(REG["D_BASE"].offset, 0x3000), (REG["M"].offset, 0x0502), (REG["M"].offset + 1, 0, 1)],
+            "readback": True,
+        },
     ]
     results, _ = run_gemms([], SMALL, sim=simulator, progress=False, raw_jobs=raw)
-    assert [r.status for r in results] == [(1 << 4) | 0b10, (6 << 4) | 0b10]
-    assert all(r.cycles < 20 for r in results)
+    assert [r.status for r in results] == [(1 << 4) | 0b10, (6 << 4) | 0b10, 0b10]
+    assert all(r.cycles < 20 for r in results[:2])
+    assert [r.readback for r in results[:2]] == [None, None]
+    last = results[2]
+    regs = dict(
+        base,
+        ID=ENGINE_ID,
+        CONFIG=SMALL.config_word,
+        CTRL=0b10,
+        STATUS=0,
+        C_BASE=0,
+        C_STRIDE=0,
+        CYCLES=last.cycles,
+        MAX_K=SMALL.max_k,
+        **{p: last.perf[p.lower()] for p in PERF_COUNTERS},
+    )
+    assert last.readback == (*(regs[r.name] for r in REGISTERS), 0)
 
 
 @pytest.mark.cocotb

@@ -26,7 +26,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from hw.engine import ENGINE_ID, PERF_COUNTERS, REG, EngineConfig
+from hw.engine import ENGINE_ID, PERF_COUNTERS, REG, REGISTERS, EngineConfig
 from hw.hbm.config import HBMConfig
 from hw.pod.config import PodConfig
 from verif.gemm_host import check_untouched, layout, peek_matrix, poke_matrix, register_writes
@@ -87,7 +87,9 @@ class GemmTbConfig(_EnvConfig):
     engine: the hardware. jobs: ``{"kind": "gemm", "m", "k", "n", "load_c", "out_bf16", "pad_bytes"}``
     (with the HDL memory also ``"stall": [a, w, c]``, :class:`hw.axi_stall.AXI4Stall` rates on the
     engine's ports),
-    ``{"kind": "regs", "writes": [[offset, value], ...]}`` (a hand-made descriptor) or, HDL memory
+    ``{"kind": "regs", "writes": [[offset, value], ...]}`` (a hand-made descriptor; a write
+    ``[offset, value, size]`` writes ``size`` bytes of ``value`` from byte ``offset``, a partial
+    write strobe; ``"readback": true`` reads every register and one unmapped word after the run) or, HDL memory
     only, ``{"kind": "backdoor", "seed": s}``. out_npz: where the results go. jobs_npz: the input
     arrays ``a<j>``, ``b<j>``, ``c<j>`` as raw bit patterns. timeout_cycles: a job without ``irq`` for
     this long fails. trace: per-cycle trace file (Python memory). stored_rows: rows per bank of the HDL
@@ -307,6 +309,10 @@ def chained_a(j: int, job: dict, results: dict, fmt: str) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.uint16 if fmt == "bf16" else np.uint8)
 
 
+#: the words a ``readback`` job reads: every register of the map, then the first unmapped word
+READBACK_OFFSETS = (*(r.offset for r in REGISTERS), REGISTERS[-1].offset + 4)
+
+
 async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Callable[[], int],
                         wait_done: Callable[[int, int], Awaitable[None]], drain: Callable[[int], Awaitable[None]],
                         special: Callable[[int, dict], dict] | None = None) -> dict:
@@ -327,8 +333,8 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
     async def rd(name):
         return int.from_bytes((await axil.read(REG[name].offset, 4)).data, "little")
 
-    async def wr(offset, value):
-        await axil.write(offset, int(value & 0xFFFFFFFF).to_bytes(4, "little"))
+    async def wr(offset, value, size=4):
+        await axil.write(offset, int(value & ((1 << 8 * size) - 1)).to_bytes(size, "little"))
 
     # messages of their own: the simulator rewrites only the benches' asserts (sim.runner)
     for name, want in (("ID", ENGINE_ID), ("CONFIG", cfg.engine.config_word), ("MAX_K", cfg.engine.max_k)):
@@ -366,8 +372,8 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
         else:
             assert not any(stall), f"job {j}: back-pressure ({stall}) needs the HDL memory system"
         tr = time.perf_counter()
-        for off, val in writes:
-            await wr(off, val)
+        for w in writes:
+            await wr(*w)
         c0 = now()
         await wr(REG["CTRL"].offset, 0b11)  # START | IRQ_EN
         te = time.perf_counter()
@@ -389,6 +395,9 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
         results[f"cycles{j}"] = np.array(cycles)
         results[f"sim_cycles{j}"] = np.array(sim_cycles)
         await drain(j)
+        if job.get("readback"):
+            results[f"readback{j}"] = np.array([int.from_bytes((await axil.read(off, 4)).data, "little")
+                                                for off in READBACK_OFFSETS], dtype=np.uint32)
         if lay is not None and ((status >> 4) & 0xF) == 0:
             tb = time.perf_counter()
             dt = np.uint16 if job.get("out_bf16") else np.uint32
