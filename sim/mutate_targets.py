@@ -206,7 +206,8 @@ def engine_register_jobs(cfg) -> list[tuple[str, list[list[int]], bool, int]]:
     stride one element short, each matrix ending on the memory's last byte and 32 bytes past it,
     the RANGE pipeline's high partial products, C's checks only with LOAD_C, bf16 results' shorter
     rows), partial AXI4-Lite write strobes (one byte, two bytes of a register) and read-backs of the
-    whole register map. Returns ``(name, writes, readback, ERROR code)`` per job: ``writes`` only
+    whole register map, these with the AXI4-Lite channels paused (:func:`verif.tb.base.axil_pauses`:
+    AW before W, B and R held). Returns ``(name, writes, readback, ERROR code)`` per job: ``writes`` only
     the registers that differ from the job before (the register block keeps them), ``[offset, value]``
     or ``[offset, value, bytes]``; the code is what the original design must report (checked when
     the target is made).
@@ -337,7 +338,7 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
                                       stall=stall[0] if stall else (0, 0, 0))
     specs, arrays = bench_jobs(jobs, fmt)
     regs = engine_register_jobs(cfg)
-    raw = [{"kind": "regs", "writes": w, "readback": rb} for _, w, rb, _ in regs]
+    raw = [{"kind": "regs", "writes": w, "readback": rb, "pause": rb} for _, w, rb, _ in regs]
     specs += raw
     stored_rows = stored_rows_for(specs, cfg)
     key = hashlib.sha256(repr((cfg, specs, FILL)).encode() + b"".join(arrays[k].tobytes() for k in sorted(arrays)))

@@ -64,10 +64,11 @@ def test_bad_descriptor_through_the_register_port(simulator):
         {"writes": [(REG[k].offset, v) for k, v in dict(base, N=0).items()]},
         {"writes": [(REG[k].offset, v) for k, v in dict(base, D_BASE=(1 << 28) - 32).items()]},
         # the good descriptor again, M written as 0x0502 and then its byte 1 alone (a one-byte
-        # write strobe): M = 2; then every register read back
+        # write strobe): M = 2; then every register read back; the AXI4-Lite channels paused
         {
             "writes": [(REG["D_BASE"].offset, 0x3000), (REG["M"].offset, 0x0502), (REG["M"].offset + 1, 0, 1)],
             "readback": True,
+            "pause": True,
         },
     ]
     results, _ = run_gemms([], SMALL, sim=simulator, progress=False, raw_jobs=raw)

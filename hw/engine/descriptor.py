@@ -90,7 +90,7 @@ class DescriptorUnit(EnginePart):
         loop_s = Signal(D + 2)
         QB = g.ABUF_DEPTH.bit_length()     # quotient bits of ABUF_DEPTH / wpr
         div_q, div_r, div_b = Signal(QB), Signal(QB + 1), Signal(range(QB))
-        div_t = Signal(g.D + QB)           # wpr << div_b
+        div_t = Signal(len(d.wpr) + QB)    # wpr << div_b
         div_busy = Signal()
         m_too, m_zero = Signal(), Signal()
         # G's loop condition, registered an iteration ahead (from the values the registers take at

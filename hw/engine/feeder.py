@@ -160,11 +160,10 @@ class Feeder(EnginePart):
         n_kb = Signal.like(f_kb)
         n_abank = Signal()
         aok_same = Signal()                     # the A chunk of this position, of the next k-block,
-        aok_kb1 = Signal()                      # of k-block 0 in this bank, in the other bank
-        aok_zero = Signal()
+        aok_kb1 = Signal()                      # of k-block 0 in the other bank
         aok_other = Signal()
         m.d.comb += [aok_same.eq(a_stored(f_kb, f_abank)), aok_kb1.eq(a_stored(f_kb + 1, f_abank)),
-                     aok_zero.eq(a_stored(0, f_abank)), aok_other.eq(a_stored(0, ~f_abank))]
+                     aok_other.eq(a_stored(0, ~f_abank))]
         m.d.comb += [n_word.eq(f_word), n_kb.eq(f_kb), n_abank.eq(f_abank), n_aok.eq(aok_same)]
         m.d.sync += [f_word.eq(n_word), f_kb.eq(n_kb), f_abank.eq(n_abank)]
         with m.If(self.go):
@@ -180,7 +179,7 @@ class Feeder(EnginePart):
         m.d.sync += [q1_inc.eq(fire & ~f_kb0), fi_inc.eq(fire & ~i_last), fi_zero.eq((fire & i_last) | self.go)]
         with m.If(fire):
             m.d.sync += [s1_swap.eq(i_end.first), s1_zero_c.eq(f_kb0 & ~d.load_c), s1_cbank.eq(f_cbank),
-                         s1_a.eq(self._a_pad(a_cur, Mux(f_rem < R, f_rem, R)))]
+                         s1_a.eq(self._a_pad(a_cur, Mux(f_rem < R, f_rem[:lg(R) + 1], R)))]  # (below R: its low bits)
             with m.If(~f_kb0):
                 m.d.sync += f_q1.eq(f_q1 + 1)
             with m.If(~i_last):
@@ -198,7 +197,10 @@ class Feeder(EnginePart):
                 with m.Else():
                     m.d.sync += [f_g.eq(0), *g_end.restart(), f_rem.eq(d.k), f_caddr.eq(0), f_q1.eq(0),
                                  f_cbank.eq(~f_cbank)]
-                    m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(aok_zero)]
+                    # the next group of this m-block starts at k-block 0 of this bank, which the
+                    # group just fed has read for every row: stored (a bank's progress only grows
+                    # until the block's last group frees it)
+                    m.d.comb += [n_kb.eq(0), n_word.eq(0), fd.next_group.eq(1), n_aok.eq(1)]
                     m.d.sync += kb_end.restart()
                     with m.If(fd.last_group):
                         m.d.comb += [n_abank.eq(~f_abank), n_aok.eq(aok_other)]

@@ -189,7 +189,8 @@ def descriptor_layout(g: Geometry) -> data.StructLayout:
     fields = {"m": g.D, "k": g.D, "n": g.D, "load_c": 1, "out_bf16": 1}
     fields.update({f"{x}_base": g.A32 for x in "abcd"})
     fields.update({f"{x}_stride": 32 for x in "abcd"})
-    fields.update({"kb": range(g.KB_MAX + 1), "nb": range(g.NB_MAX + 1), "rb": range(g.RB_MAX + 1), "wpr": g.D + 1,
+    fields.update({"kb": range(g.KB_MAX + 1), "nb": range(g.NB_MAX + 1), "rb": range(g.RB_MAX + 1),
+                   "wpr": range(-(-g.KB_MAX // g.CPW) + 1),
                    "mbmax": range(g.m_block + 1), "ramp": 1, "g": range(g.ACCD + 1), "ldb_r": g.A32 + 8,
                    "ldb_r1": g.A32 + 8})
     return data.StructLayout(fields)

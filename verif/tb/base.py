@@ -89,7 +89,8 @@ class GemmTbConfig(_EnvConfig):
     engine's ports),
     ``{"kind": "regs", "writes": [[offset, value], ...]}`` (a hand-made descriptor; a write
     ``[offset, value, size]`` writes ``size`` bytes of ``value`` from byte ``offset``, a partial
-    write strobe; ``"readback": true`` reads every register and one unmapped word after the run) or, HDL memory
+    write strobe; ``"readback": true`` reads every register and one unmapped word after the run;
+    ``"pause": true`` pauses the AXI4-Lite channels during its writes and read-back) or, HDL memory
     only, ``{"kind": "backdoor", "seed": s}``. out_npz: where the results go. jobs_npz: the input
     arrays ``a<j>``, ``b<j>``, ``c<j>`` as raw bit patterns. timeout_cycles: a job without ``irq`` for
     this long fails. trace: per-cycle trace file (Python memory). stored_rows: rows per bank of the HDL
@@ -309,6 +310,22 @@ def chained_a(j: int, job: dict, results: dict, fmt: str) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.uint16 if fmt == "bf16" else np.uint8)
 
 
+def axil_pauses(axil, on: bool) -> None:
+    """Pause each channel of a cocotbext-axi ``AxiLiteMaster`` (AW, W, AR valid; B, R ready) on a
+    fixed pattern of its own phase, or stop pausing: AW and W then reach the slave in different
+    cycles and B and R wait, deterministically (the same cycles in every run). A paused channel
+    runs Python every clock cycle, so a bench pauses only around register accesses."""
+    import itertools
+
+    pattern = (1, 1, 0, 1, 0, 0, 0)
+    chans = (axil.write_if.aw_channel, axil.write_if.w_channel, axil.write_if.b_channel,
+             axil.read_if.ar_channel, axil.read_if.r_channel)
+    for phase, ch in enumerate(chans):
+        ch.set_pause_generator(itertools.islice(itertools.cycle(pattern), 2 * phase, None) if on else None)
+        if not on:
+            ch.pause = False  # (removing the generator leaves the channel as it last set it)
+
+
 #: the words a ``readback`` job reads: every register of the map, then the first unmapped word
 READBACK_OFFSETS = (*(r.offset for r in REGISTERS), REGISTERS[-1].offset + 4)
 
@@ -372,8 +389,12 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
         else:
             assert not any(stall), f"job {j}: back-pressure ({stall}) needs the HDL memory system"
         tr = time.perf_counter()
+        if job.get("pause"):
+            axil_pauses(axil, True)
         for w in writes:
             await wr(*w)
+        if job.get("pause"):
+            axil_pauses(axil, False)
         c0 = now()
         await wr(REG["CTRL"].offset, 0b11)  # START | IRQ_EN
         te = time.perf_counter()
@@ -396,8 +417,10 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
         results[f"sim_cycles{j}"] = np.array(sim_cycles)
         await drain(j)
         if job.get("readback"):
+            axil_pauses(axil, bool(job.get("pause")))
             results[f"readback{j}"] = np.array([int.from_bytes((await axil.read(off, 4)).data, "little")
                                                 for off in READBACK_OFFSETS], dtype=np.uint32)
+            axil_pauses(axil, False)
         if lay is not None and ((status >> 4) & 0xF) == 0:
             tb = time.perf_counter()
             dt = np.uint16 if job.get("out_bf16") else np.uint32
