@@ -221,7 +221,7 @@ def engine_register_jobs(cfg) -> list[tuple[str, list[list[int]], bool, int]]:
     ob, cap, top = cfg.operand_bytes, cfg.hbm.capacity_bytes, 1 << cfg.dim_bits
     m, k, n = 3, 16, 16
     lay = layout(m, k, n, ob, 4, True, start=0x1000)
-    off_of = {off: name for name, r in REG.items() for off in [r.offset]}
+    off_of = {r.offset: name for name, r in REG.items()}
     base = {off_of[o]: v for o, v in register_writes(m, k, n, lay, load_c=True, out_bf16=False)}
     rows = {"A": m, "B": k, "C": m, "D": m}
     rowb = {"A": k * ob, "B": n * ob, "C": 4 * n, "D": 4 * n}
@@ -252,7 +252,7 @@ def engine_register_jobs(cfg) -> list[tuple[str, list[list[int]], bool, int]]:
     strobes = [("M_byte_1", [[M, 0x0403], [M + 1, 0, 1]], 0), ("K_byte_2", [[K + 2, 1, 1]], 2),
                ("N_bytes_2_3", [[K, k], [N + 2, 0x0100, 2]], 2)]
     jobs, state = [], {}
-    for name, change, code in [*cases, *(("restore", {}, None),)]:
+    for name, change, code in [*cases, ("restore", {}, None)]:
         want = {**base, **change}
         writes = [[REG[r].offset, v] for r, v in want.items() if state.get(r) != v]
         if code is None:  # the strobe jobs, the first with the writes that restore the base descriptor

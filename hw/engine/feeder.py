@@ -159,9 +159,9 @@ class Feeder(EnginePart):
         n_word = Signal.like(f_word)
         n_kb = Signal.like(f_kb)
         n_abank = Signal()
-        aok_same = Signal()                     # the A chunk of this position, of the next k-block,
-        aok_kb1 = Signal()                      # of k-block 0 in the other bank
-        aok_other = Signal()
+        aok_same = Signal()                     # the A chunk of this position is stored,
+        aok_kb1 = Signal()                      # of the next k-block,
+        aok_other = Signal()                    # of k-block 0 in the other bank
         m.d.comb += [aok_same.eq(a_stored(f_kb, f_abank)), aok_kb1.eq(a_stored(f_kb + 1, f_abank)),
                      aok_other.eq(a_stored(0, ~f_abank))]
         m.d.comb += [n_word.eq(f_word), n_kb.eq(f_kb), n_abank.eq(f_abank), n_aok.eq(aok_same)]
