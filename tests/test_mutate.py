@@ -115,6 +115,11 @@ def test_gemm_check_names_the_first_difference(tmp_path):
         readback0=np.array([1, 2, 4], dtype=np.uint32),
     )
     assert mutate_targets.check_gemms(env, tmp_path) == "GEMM 0: readback differ"
+    # a register job reads no D: the original's bits are None and the bench writes no d<j>
+    want = [{"status": 0x12, "cycles": 2, "perf": {"perf_feed": 0}, "bits": None, "readback": None}]
+    (tmp_path / "expect.json").write_text(json.dumps(want))
+    np.savez(tmp_path / "out.npz", status0=np.array(0x12), cycles0=np.array(2), perf_feed0=np.array(0))
+    assert mutate_targets.check_gemms(env, tmp_path) is None
 
 
 def test_engine_register_jobs_change_the_descriptor_in_one_place_each():
