@@ -198,6 +198,37 @@ ENGINE_SHAPES = ((33, 20, 17, True, False), (9, 8, 40, False, False), (17, 33, 9
                  (2047, 4, 4, False, False))
 
 
+#: fp32 bit patterns of the rounding job's initial C (:func:`engine_rounding_job`): RNE ties to an
+#: even and to an odd bf16 (both signs), one ulp either side of a tie, a tie that carries into the
+#: exponent, the largest floats that round to infinity and that do not, infinities, NaNs whose payload
+#: is only in the bits bf16 drops (quiet and signalling), zeros, subnormals (a tie among them), the
+#: smallest normal, and each of the 16 dropped bits alone
+ROUNDING_C0 = (0x3F808000, 0x3F818000, 0xBF808000, 0xBF818000, 0x3F808001, 0x3F807FFF, 0xBF808001,
+               0x3FFF8000, 0x3FFFFFFF, 0x7F7F8000, 0x7F7F7FFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+               0x7FC00000, 0x7F800001, 0xFF800100, 0x7FFFFFFF, 0xFFC00001, 0x00000000, 0x80000000, 0x00000001,
+               0x007FFFFF, 0x807F8000, 0x00408000, 0x00800000, 0x0080FFFF,
+               *(0x3F800000 | 1 << b for b in range(16)), *(0xC0000000 | 1 << b for b in range(16)))
+
+
+def engine_rounding_job(fmt: str, seed: int):
+    """The engine regression's rounding job (float formats): 8 x 4 x 64, A all zeros and an initial C
+    of :data:`ROUNDING_C0` then random bit patterns, result rounded to bf16; each result is its C
+    plus zeros, so the write-back's RNE rounding, overflow and NaN handling meet every corner the
+    random GEMMs (standard normal operands) do not. Returns a :class:`sim.gemm.GemmJob`."""
+    import numpy as np
+
+    from sim.gemm import GemmJob
+    from verif.golden import to_format
+
+    rng = np.random.default_rng(seed)
+    m, k, n = 8, 4, 64
+    bits = np.concatenate([np.array(ROUNDING_C0, dtype=np.uint32),
+                           rng.integers(0, 1 << 32, m * n - len(ROUNDING_C0), dtype=np.uint32)])
+    b = to_format(rng.standard_normal((k, n)).astype(np.float32), fmt)
+    a = to_format(np.zeros((m, k), dtype=np.float32), fmt)
+    return GemmJob(a, b, bits.reshape(m, n).view(np.float32), "bf16")
+
+
 def engine_register_jobs(cfg) -> list[tuple[str, list[list[int]], bool, int]]:
     """The engine regression's register jobs, run after :data:`ENGINE_SHAPES`: each a descriptor
     near a 3 x 16 x 16 GEMM with C0 whose strides are exactly the shortest allowed, changed in one
@@ -336,6 +367,8 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
              else rng.standard_normal((m, n)).astype(np.float32)) if c0 else None
         jobs[j] = dataclasses.replace(jobs[j], c=c, out="bf16" if bf16_out and fmt != "int8" else "fp32",
                                       stall=stall[0] if stall else (0, 0, 0))
+    if fmt != "int8":
+        jobs.append(engine_rounding_job(fmt, seed + 2))
     specs, arrays = bench_jobs(jobs, fmt)
     regs = engine_register_jobs(cfg)
     raw = [{"kind": "regs", "writes": w, "readback": rb, "pause": rb} for _, w, rb, _ in regs]
@@ -382,7 +415,7 @@ def _engine_target(name: str, options: dict, seed: int) -> Target:
     return Target(f"engine-{name.replace('_', '-')}" if name else "engine", module, design,
                   (TestRun("gemms", "verif.tb.gemm_fast_tb", env, check="sim.mutate_targets:check_gemms"),),
                   config={**cfg.as_dict(), "shapes": [list(s) for s in ENGINE_SHAPES],
-                          "gemms": len(ENGINE_SHAPES), "register_jobs": [r[0] for r in regs]},
+                          "gemms": len(jobs), "register_jobs": [r[0] for r in regs]},
                   sim_top="gemm_sim", context=context)
 
 

@@ -122,6 +122,20 @@ def test_gemm_check_names_the_first_difference(tmp_path):
     assert mutate_targets.check_gemms(env, tmp_path) is None
 
 
+def test_engine_rounding_job_holds_every_corner_in_its_initial_c():
+    """The rounding job's C starts with the corner patterns, A is zero, the result is bf16, and the
+    golden model's bf16 of a tie to even, a tie to odd and the largest float that overflows are RNE's."""
+    from verif.golden import expected_bits
+
+    job = mutate_targets.engine_rounding_job("bf16", 3)
+    c = job.c.view(np.uint32).ravel()
+    assert job.c.shape == (8, 64) and job.out == "bf16" and not np.any(job.a.astype(np.float32))
+    assert list(c[: len(mutate_targets.ROUNDING_C0)]) == list(mutate_targets.ROUNDING_C0)
+    want = expected_bits(job.a, job.b, job.c, fmt="bf16", subnormals="ftz", out="bf16").ravel()
+    assert [int(want[i]) for i in range(4)] == [0x3F80, 0x3F82, 0xBF80, 0xBF82]
+    assert int(want[mutate_targets.ROUNDING_C0.index(0x7F7FFFFF)]) == 0x7F80
+
+
 def test_engine_register_jobs_change_the_descriptor_in_one_place_each():
     """The engine regression's register jobs: replaying each job's writes on the registers the jobs
     before left gives the base descriptor changed only as the job's name says, so each check decides
