@@ -86,8 +86,10 @@ def test_gemm_check_names_the_first_difference(tmp_path):
     (tmp_path / "expect.json").write_text(json.dumps(want))
     env = {"MXU_MUTATE_EXPECT": str(tmp_path / "expect.json")}
 
-    def out(d, cycles=100, feed=7):
-        np.savez(tmp_path / "out.npz", d0=d, status0=np.array(2), cycles0=np.array(cycles), perf_feed0=np.array(feed))
+    def out(d, cycles=100, feed=7, **more):
+        np.savez(
+            tmp_path / "out.npz", d0=d, status0=np.array(2), cycles0=np.array(cycles), perf_feed0=np.array(feed), **more
+        )
         return mutate_targets.check_gemms(env, tmp_path)
 
     assert out(bits) is None
@@ -97,24 +99,8 @@ def test_gemm_check_names_the_first_difference(tmp_path):
     # a register job's read-back of the register map
     want[0]["readback"] = [1, 2, 3]
     (tmp_path / "expect.json").write_text(json.dumps(want))
-    np.savez(
-        tmp_path / "out.npz",
-        d0=bits,
-        status0=np.array(2),
-        cycles0=np.array(100),
-        perf_feed0=np.array(7),
-        readback0=np.array([1, 2, 3], dtype=np.uint32),
-    )
-    assert mutate_targets.check_gemms(env, tmp_path) is None
-    np.savez(
-        tmp_path / "out.npz",
-        d0=bits,
-        status0=np.array(2),
-        cycles0=np.array(100),
-        perf_feed0=np.array(7),
-        readback0=np.array([1, 2, 4], dtype=np.uint32),
-    )
-    assert mutate_targets.check_gemms(env, tmp_path) == "GEMM 0: readback differ"
+    assert out(bits, readback0=np.array([1, 2, 3], dtype=np.uint32)) is None
+    assert out(bits, readback0=np.array([1, 2, 4], dtype=np.uint32)) == "GEMM 0: readback differ"
     # a register job reads no D: the original's bits are None and the bench writes no d<j>
     want = [{"status": 0x12, "cycles": 2, "perf": {"perf_feed": 0}, "bits": None, "readback": None}]
     (tmp_path / "expect.json").write_text(json.dumps(want))
