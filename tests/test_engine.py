@@ -253,6 +253,16 @@ def test_bad_descriptors_set_error_and_return_to_idle():
     assert r["status"] == (3 << 4) | 0b10
 
 
+def test_host_checks_follow_dim_bits():
+    """The host refuses what the engine's DIM_TOO_LARGE would: 4,096 on a 12-bit engine."""
+    from verif.cycles import check_engine_dims
+
+    cfg = EngineConfig(a_buffer_bytes=8192, dim_bits=12)
+    check_engine_dims(4095, 4095, 4095, cfg)
+    with pytest.raises(ValueError, match=r"^N = 4096 is larger than the engine's largest dimension 2\^12 - 1 = 4095 "):
+        check_engine_dims(1, 1, 4096, cfg)
+
+
 def test_engine_config_errors():
     with pytest.raises(ValueError, match=r"^dim_bits must be an integer from 8 to 20; got 21$"):
         EngineConfig(dim_bits=21)

@@ -71,7 +71,13 @@ def test_bad_descriptor_through_the_register_port(simulator):
             "pause": True,
         },
     ]
-    results, _ = run_gemms([], SMALL, sim=simulator, progress=False, raw_jobs=raw)
+    results, info = run_gemms([], SMALL, sim=simulator, progress=False, raw_jobs=raw)
+    # the same jobs without the pauses: the same registers, read back in fewer bench cycles
+    calm, calm_info = run_gemms(
+        [], SMALL, sim=simulator, progress=False, raw_jobs=[*raw[:2], dict(raw[2], pause=False)]
+    )
+    assert [r.readback for r in calm] == [r.readback for r in results]
+    assert calm_info["sim_cycles"] < info["sim_cycles"]
     assert [r.status for r in results] == [(1 << 4) | 0b10, (6 << 4) | 0b10, 0b10]
     assert all(r.cycles < 20 for r in results[:2])
     assert [r.readback for r in results[:2]] == [None, None]

@@ -59,8 +59,8 @@ class EngineConfig:
             >= m_block (default 512).
         rob_depth: read reorder-buffer beats per AXI port in the HBM controller (default 64).
         dim_bits: width of M, K and N, 8..20 (default :data:`DIM_BITS` = 20): each is 1 ..
-            2**dim_bits - 1 (a larger one is the DIM_TOO_LARGE error); every loop counter, row and
-            n-block count of the engine is sized by it, so a narrower engine is smaller.
+            2**dim_bits - 1 (a larger one is the DIM_TOO_LARGE error); the latched dimensions, row
+            and n-block counts are sized by it, so a narrower engine is smaller.
 
     Raises:
         TypeError: a parameter of the wrong type (``mxu`` not an MXUConfig, a float for an integer).

@@ -347,8 +347,11 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
     mc = cfg.engine.mxu
     arrays = np.load(cfg.jobs_npz) if cfg.jobs_npz else {}
 
+    async def rd_at(offset):
+        return int.from_bytes((await axil.read(offset, 4)).data, "little")
+
     async def rd(name):
-        return int.from_bytes((await axil.read(REG[name].offset, 4)).data, "little")
+        return await rd_at(REG[name].offset)
 
     async def wr(offset, value, size=4):
         await axil.write(offset, int(value & ((1 << 8 * size) - 1)).to_bytes(size, "little"))
@@ -418,8 +421,7 @@ async def run_gemm_jobs(dut, cfg: GemmTbConfig, mem: Backdoor, axil, *, now: Cal
         await drain(j)
         if job.get("readback"):
             axil_pauses(axil, bool(job.get("pause")))
-            results[f"readback{j}"] = np.array([int.from_bytes((await axil.read(off, 4)).data, "little")
-                                                for off in READBACK_OFFSETS], dtype=np.uint32)
+            results[f"readback{j}"] = np.array([await rd_at(off) for off in READBACK_OFFSETS], dtype=np.uint32)
             axil_pauses(axil, False)
         if lay is not None and ((status >> 4) & 0xF) == 0:
             tb = time.perf_counter()
